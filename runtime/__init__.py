@@ -1,0 +1,1 @@
+"""Runtime companion: sync audits and reference fixes (needs the ``runtime`` extra)."""

@@ -1,0 +1,3 @@
+from syncguard.cli import main
+
+raise SystemExit(main())
