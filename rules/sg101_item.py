@@ -1,0 +1,93 @@
+"""SG101: ``.item()`` on a device tensor."""
+
+from __future__ import annotations
+
+import ast
+
+from syncguard.rule import Context, Invalid, Rule, Valid
+
+
+class ItemSync(Rule):
+    """Flags ``t.item()`` when ``t`` may live on the accelerator.
+
+    Why it syncs: ``.item()`` returns a Python number, so the host must wait
+    until every kernel queued before it has finished and the value is copied
+    back (``aten::_local_scalar_dense``). In a per-step path the CPU stops
+    queueing work, and the GPU idles while the host catches up.
+
+    How to fix: keep the value on the device and use the 0-d tensor in tensor
+    ops; take Python numbers from host data you already have (``seq_lens_cpu``);
+    if the host really needs it, copy it ``non_blocking=True`` into pinned memory
+    and read it after an event, once per step, not once per iteration.
+    """
+
+    code = "SG101"
+    name = "item-sync"
+    message = "`.item()` copies a device value to the host and waits for the GPU"
+    tokens = (".item(",)
+    cost = "blocks until all queued GPU work drains: 30.14 ms with 30 ms queued (H200)"
+
+    VALID = [
+        Valid(
+            """
+import torch
+from torch import nn
+
+class Sampler(nn.Module):
+    def forward(self, logits, seq_lens_cpu):
+        longest = seq_lens_cpu.max().item()   # host tensor: no sync
+        cfg = {"a": 1}
+        for key, value in cfg.items():        # dict.items(), not .item()
+            pass
+        return logits[:, :longest]
+"""
+        ),
+        Valid(
+            """
+import numpy as np
+
+def summarize(losses):                        # not hot: not reported by default
+    return losses.mean().item()
+
+def host_only():
+    return np.arange(4).sum().item()
+"""
+        ),
+    ]
+    INVALID = [
+        Invalid(
+            """
+import torch
+from torch import nn
+
+class Sampler(nn.Module):
+    def forward(self, logits):
+        top = logits.argmax(-1)
+        return top.item()
+""",
+            line=8,
+        ),
+        Invalid(
+            """
+import torch
+
+@torch.compile
+def decode_step(hidden, counts):
+    total = 0
+    for i in range(4):
+        total += counts[i].item()
+    return hidden * total
+""",
+            line=8,
+        ),
+    ]
+
+    def visit_Call(self, node: ast.Call, ctx: Context) -> None:
+        func = node.func
+        if isinstance(func, ast.Attribute) and func.attr == "item" and not node.args:
+            suggestion = (
+                "accumulate on the device and read once after the loop"
+                if ctx.in_loop
+                else "keep the 0-d tensor on the device, or take the number from host data"
+            )
+            ctx.report(node, subject=func.value, suggestion=suggestion)

@@ -1,0 +1,923 @@
+"""The per-file phase: one pass over a file's syntax tree.
+
+It tracks, statement by statement, where each local value lives (see
+:mod:`syncguard.values`), lets every rule visit the nodes it cares about, and
+records the facts the project phase needs: functions, classes, imports, sync
+sites and outgoing calls with the placement of their arguments. Nothing here
+knows about hot paths or about individual rules.
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+import re
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+
+from syncguard.facts import (
+    CallSite,
+    ClassFacts,
+    FileFacts,
+    Fix,
+    FunctionFacts,
+    Site,
+    Span,
+)
+from syncguard.rule import Rule
+from syncguard.values import (
+    BOOL,
+    DEVICE,
+    HOST,
+    INDEX,
+    PINNED,
+    PYSEQ,
+    SCALAR,
+    TENSOR,
+    UNKNOWN,
+    Place,
+    Value,
+    join,
+    param,
+)
+
+MODULE_SCOPE = "<module>"
+
+_MARKER = re.compile(r"#\s*syncguard:\s*(hot|cold)\b")
+_HOST_SUFFIXES = ("_cpu", "_np", "_host", "_numpy")
+_HOST_PREFIXES = ("cpu_", "np_", "host_")
+_HOST_MODULES = frozenset({"numpy", "math", "random", "itertools", "functools", "operator"})
+_EXTERNAL_ROOTS = frozenset({"torch", "numpy", "triton", "math", "builtins", "typing"})
+_BUILTIN_NAMES = frozenset(dir(builtins))
+# Builtins whose result is a plain Python value on the host.
+_HOST_BUILTINS = frozenset(
+    {
+        "len", "range", "int", "float", "bool", "str", "repr", "format", "isinstance",
+        "issubclass", "hasattr", "getattr", "callable", "id", "hash", "type", "print",
+        "complex", "ord", "chr", "divmod", "round", "object", "super",
+    }
+)  # fmt: skip
+# Builtins whose result carries the placement of their arguments.
+_PASSTHROUGH_BUILTINS = frozenset(
+    {"list", "tuple", "set", "frozenset", "sorted", "reversed", "enumerate", "zip", "iter",
+     "next", "min", "max", "sum", "abs", "dict", "map", "filter"}
+)  # fmt: skip
+_HOST_ANNOTATIONS = re.compile(
+    r"^(?:Optional\[)?(?:int|float|bool|str|bytes|list|List|tuple|Tuple|dict|Dict|set|Set|"
+    r"Sequence|Iterable|Mapping|np\.ndarray|numpy\.ndarray|npt\.NDArray|NDArray)\b"
+)
+# Tensor attributes that are host metadata.
+_HOST_ATTRIBUTES = frozenset(
+    {"shape", "dtype", "device", "ndim", "is_cuda", "is_cpu", "layout", "requires_grad",
+     "is_leaf", "itemsize", "nbytes", "names"}
+)  # fmt: skip
+# Tensor methods returning host values (Python numbers, sizes, host tensors).
+_HOST_METHODS = frozenset(
+    {"cpu", "numpy", "tolist", "item", "size", "dim", "numel", "nelement", "stride",
+     "data_ptr", "element_size", "is_contiguous", "get_device", "storage_offset", "ndimension",
+     "is_pinned", "untyped_storage", "keys", "__len__"}
+)  # fmt: skip
+_BOOL_METHODS = frozenset(
+    {"bool", "eq", "ne", "lt", "le", "gt", "ge", "isnan", "isinf", "isfinite", "logical_and",
+     "logical_or", "logical_not", "logical_xor", "isneginf", "isposinf", "isreal", "signbit"}
+)  # fmt: skip
+_INDEX_METHODS = frozenset({"long", "int", "argmax", "argmin", "argsort"})
+# torch functions that create tensors: device from ``device=`` (host by default).
+_FACTORIES = frozenset(
+    {"zeros", "ones", "empty", "full", "arange", "tensor", "as_tensor", "asarray", "randn",
+     "rand", "randint", "randperm", "linspace", "logspace", "eye", "empty_strided",
+     "scalar_tensor", "tril_indices", "triu_indices", "from_numpy", "frombuffer"}
+)  # fmt: skip
+_LIKE_FACTORIES = frozenset(
+    {"zeros_like", "ones_like", "empty_like", "full_like", "rand_like", "randn_like",
+     "randint_like"}
+)  # fmt: skip
+_DTYPE_WORDS = ("dtype", "float", "half", "int", "long", "bool", "bfloat16", "double")
+
+
+def is_host_name(name: str) -> bool:
+    """True for names that say their value lives on the host (``x_cpu``, ``cpu_x``...)."""
+    return name.endswith(_HOST_SUFFIXES) or name.startswith(_HOST_PREFIXES)
+
+
+def _is_host_annotation(annotation: ast.expr | None) -> bool:
+    if annotation is None:
+        return False
+    text = ast.unparse(annotation).strip("'\"")
+    return bool(_HOST_ANNOTATIONS.match(text)) and "Tensor" not in text
+
+
+def _merge(a: Value, b: Value) -> Value:
+    if a == b:
+        return a
+    merged = join(a, b)
+    common = a.tags & b.tags
+    return merged.with_tags(*common) if common else merged
+
+
+@dataclass
+class _Scope:
+    """The state of the function being walked."""
+
+    facts: FunctionFacts
+    env: dict[str, Value]
+    imports: dict[str, str]
+    self_name: str | None
+    attribute_values: dict[str, Value]  # self.attr placements known from __init__
+    loop_depth: int = 0
+    default_device: bool = False
+    memo: dict[int, Value] = field(default_factory=dict)
+
+
+class FileAnalyzer:
+    """Computes :class:`FileFacts` for one parsed file; implements the rule ``Context``."""
+
+    def __init__(
+        self, tree: ast.Module, source: str, module: str, is_package: bool, rules: Sequence[Rule]
+    ) -> None:
+        self.tree = tree
+        self.lines = source.splitlines()
+        self.module = module
+        self.package = module if is_package else module.rpartition(".")[0]
+        self.imports: dict[str, str] = {}
+        self.functions: dict[str, FunctionFacts] = {}
+        self.classes: dict[str, ClassFacts] = {}
+        self.compiled: list[tuple[str, tuple[str, ...]]] = []
+        self.records: dict[str, list[object]] = {}
+        self.module_defs = {
+            node.name
+            for node in tree.body
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+        }
+        self.visitors = self._visitors(rules, source)
+        self.class_attributes: dict[str, dict[str, Value]] = {}
+        self.scope = self._new_scope(
+            FunctionFacts(MODULE_SCOPE, 1, None, (), "module", (), None), {}, None, None
+        )
+        self.module_scope = self.scope
+        self.statement: tuple[int, int] = (1, 1)
+        self.rule_code = ""
+
+    @staticmethod
+    def _visitors(rules: Sequence[Rule], source: str) -> dict[type, list[tuple[str, Callable]]]:
+        visitors: dict[type, list[tuple[str, Callable]]] = {}
+        for rule in rules:
+            if rule.tokens and not any(token in source for token in rule.tokens):
+                continue
+            for attribute in dir(rule):
+                if attribute.startswith("visit_"):
+                    node_type = getattr(ast, attribute[len("visit_") :], None)
+                    if isinstance(node_type, type):
+                        visitors.setdefault(node_type, []).append(
+                            (rule.code, getattr(rule, attribute))
+                        )
+        return visitors
+
+    def analyze(self) -> FileFacts:
+        self.functions[MODULE_SCOPE] = self.scope.facts
+        self._body(self.tree.body)
+        return FileFacts(
+            self.module, self.imports, self.functions, self.classes, self.compiled, self.records
+        )
+
+    # ------------------------------------------------------------------ Context
+
+    @property
+    def function(self) -> str:
+        return self.scope.facts.qualname
+
+    @property
+    def in_loop(self) -> bool:
+        return self.scope.loop_depth > 0
+
+    @property
+    def default_device(self) -> bool:
+        return self.scope.default_device
+
+    def span(self, node: ast.AST) -> Span:
+        line = node.lineno  # type: ignore[attr-defined]
+        end_line = node.end_lineno or line  # type: ignore[attr-defined]
+        column = self._column(line, node.col_offset)  # type: ignore[attr-defined]
+        end_column = self._column(end_line, node.end_col_offset or 0)  # type: ignore[attr-defined]
+        return Span(line, column, end_line, end_column)
+
+    def _column(self, line: int, byte_offset: int) -> int:
+        text = self.lines[line - 1] if 0 < line <= len(self.lines) else ""
+        if text.isascii():
+            return byte_offset + 1
+        return len(text.encode()[:byte_offset].decode(errors="replace")) + 1
+
+    def source(self, node: ast.AST) -> str:
+        return ast.unparse(node)
+
+    def qualified_name(self, node: ast.expr) -> str | None:
+        if isinstance(node, ast.Name):
+            return self.scope.imports.get(node.id) or self.imports.get(node.id)
+        if isinstance(node, ast.Attribute):
+            base = self.qualified_name(node.value)
+            return f"{base}.{node.attr}" if base else None
+        return None
+
+    def record(self, item: object) -> None:
+        """Keep a rule-specific fact for the project phase (under the reporting rule's code)."""
+        self.records.setdefault(self.rule_code, []).append(item)
+
+    def report(
+        self,
+        node: ast.AST,
+        *,
+        subject: ast.expr | None,
+        suggestion: str,
+        message: str | None = None,
+        fix: Fix | None = None,
+    ) -> None:
+        value = DEVICE if subject is None else self.value(subject)
+        if value.on_host:
+            return
+        self.scope.facts.sites.append(
+            Site(
+                code=self.rule_code,
+                span=self.span(node),
+                statement=self.statement,
+                message=message or "",
+                suggestion=suggestion,
+                value=value.without_tags(),
+                in_loop=self.in_loop,
+                fix=fix,
+            )
+        )
+
+    # --------------------------------------------------------------- values
+
+    def value(self, node: ast.expr) -> Value:
+        memo = self.scope.memo
+        key = id(node)
+        found = memo.get(key)
+        if found is None:
+            found = memo[key] = self._evaluate(node)
+        return found
+
+    def _evaluate(self, node: ast.expr) -> Value:
+        if isinstance(node, ast.Name):
+            return self._name_value(node.id)
+        if isinstance(node, ast.Constant):
+            return HOST.with_tags(SCALAR) if isinstance(node.value, (int, float)) else HOST
+        if isinstance(node, ast.Attribute):
+            return self._attribute_value(node)
+        if isinstance(node, ast.Call):
+            return self._call_value(node)
+        if isinstance(node, ast.Subscript):
+            base = self.value(node.value)
+            if PYSEQ in base.tags:
+                return Value(base.place, base.params)
+            return base.without_tags() if BOOL in base.tags else base
+        if isinstance(node, ast.BinOp):
+            left, right = self.value(node.left), self.value(node.right)
+            result = join(left, right)
+            if isinstance(node.op, (ast.BitAnd, ast.BitOr, ast.BitXor)) and (
+                BOOL in left.tags or BOOL in right.tags
+            ):
+                return result.with_tags(BOOL)
+            if result.on_host and SCALAR in left.tags and SCALAR in right.tags:
+                return result.with_tags(SCALAR)
+            return result
+        if isinstance(node, ast.UnaryOp):
+            operand = self.value(node.operand)
+            if isinstance(node.op, ast.Not):
+                return HOST.with_tags(BOOL)
+            return operand
+        if isinstance(node, ast.Compare):
+            return join(self.value(node.left), *map(self.value, node.comparators)).with_tags(BOOL)
+        if isinstance(node, ast.BoolOp):
+            return join(*map(self.value, node.values))
+        if isinstance(node, ast.IfExp):
+            return _merge(self.value(node.body), self.value(node.orelse))
+        if isinstance(node, (ast.List, ast.Tuple, ast.Set)):
+            return join(*map(self.value, node.elts)).with_tags(PYSEQ)
+        if isinstance(node, ast.Dict):
+            return join(*(self.value(v) for v in node.values)).with_tags(PYSEQ)
+        if isinstance(node, (ast.ListComp, ast.SetComp, ast.GeneratorExp)):
+            return self._comprehension_value(node, node.elt).with_tags(PYSEQ)
+        if isinstance(node, ast.DictComp):
+            return self._comprehension_value(node, node.value).with_tags(PYSEQ)
+        if isinstance(node, ast.NamedExpr):
+            return self.value(node.value)
+        if isinstance(node, (ast.Starred, ast.Await)):
+            return self.value(node.value)
+        if isinstance(node, (ast.JoinedStr, ast.Lambda, ast.FormattedValue)):
+            return HOST
+        return UNKNOWN
+
+    def _comprehension_value(
+        self, node: ast.ListComp | ast.SetComp | ast.GeneratorExp | ast.DictComp, elt: ast.expr
+    ) -> Value:
+        with self._comprehension_scope(node.generators):
+            return self.value(elt)
+
+    def _name_value(self, name: str) -> Value:
+        found = self.scope.env.get(name)
+        if found is not None:
+            return found
+        if is_host_name(name):
+            return HOST
+        if name in self.imports or name in self.scope.imports or name in self.module_defs:
+            return HOST  # a module, class or function object, not a tensor
+        module_value = self.module_scope.env.get(name)
+        if module_value is not None:
+            return module_value
+        if name in _BUILTIN_NAMES:
+            return HOST
+        return UNKNOWN
+
+    def _attribute_value(self, node: ast.Attribute) -> Value:
+        attr = node.attr
+        if attr in _HOST_ATTRIBUTES:
+            return HOST
+        if is_host_name(attr):
+            return HOST
+        if self.qualified_name(node) is not None:
+            return HOST  # torch.float32, np.pi, module.CONSTANT
+        base = node.value
+        if isinstance(base, ast.Name) and base.id == self.scope.self_name:
+            key = f"{base.id}.{attr}"
+            if key in self.scope.env:
+                return self.scope.env[key]
+            return self.scope.attribute_values.get(attr, UNKNOWN)
+        base_value = self.value(base)
+        if attr in ("T", "mT", "H", "data", "real", "imag"):
+            return base_value
+        return Value(base_value.place, base_value.params)
+
+    def _call_value(self, node: ast.Call) -> Value:
+        func = node.func
+        qualified = self.qualified_name(func)
+        if qualified is not None:
+            root, _, rest = qualified.partition(".")
+            if root in _HOST_MODULES:
+                return HOST
+            if root == "torch":
+                return self._torch_call_value(node, rest)
+            return UNKNOWN
+        if isinstance(func, ast.Name):
+            name = func.id
+            if name in self.module_defs or name in self.scope.env:
+                return UNKNOWN
+            if name in _HOST_BUILTINS:
+                return HOST.with_tags(BOOL) if name == "bool" else HOST
+            if name in _PASSTHROUGH_BUILTINS:
+                values = [self.value(arg) for arg in node.args]
+                return join(*values) if values else HOST
+            return UNKNOWN
+        if isinstance(func, ast.Attribute):
+            return self._method_value(node, func)
+        return UNKNOWN
+
+    def _method_value(self, node: ast.Call, func: ast.Attribute) -> Value:
+        method = func.attr
+        receiver = self.value(func.value)
+        if method in _HOST_METHODS:
+            return HOST
+        if method == "pin_memory":
+            return HOST.with_tags(PINNED, TENSOR)
+        if method == "cuda":
+            return DEVICE.with_tags(TENSOR)
+        if method == "to":
+            return self._to_value(node, receiver)
+        if method in _BOOL_METHODS:
+            return Value(receiver.place, receiver.params, frozenset((BOOL,)))
+        if method in _INDEX_METHODS:
+            return Value(receiver.place, receiver.params, frozenset((INDEX,)))
+        if method in ("new_tensor", "new_zeros", "new_ones", "new_empty", "new_full"):
+            device = self._keyword(node, "device")
+            return self._device_value(device) if device is not None else receiver.without_tags()
+        return Value(receiver.place, receiver.params)
+
+    def _to_value(self, node: ast.Call, receiver: Value) -> Value:
+        target = self._keyword(node, "device")
+        if target is None and node.args:
+            target = node.args[0]
+        if target is None:
+            return receiver
+        if isinstance(target, ast.Constant) and isinstance(target.value, str):
+            return self._device_value(target)
+        qualified = self.qualified_name(target)
+        if qualified is not None and qualified.startswith("torch.") and qualified != "torch.device":
+            return receiver  # a dtype such as torch.float32
+        if isinstance(target, ast.Call) and self.qualified_name(target.func) == "torch.device":
+            return self._device_value(target)
+        text = self.source(target).lower()
+        if "device" in text or "cuda" in text:
+            return DEVICE.with_tags(TENSOR)
+        if any(word in text for word in _DTYPE_WORDS):
+            return receiver
+        return UNKNOWN
+
+    def _device_value(self, device: ast.expr) -> Value:
+        """The placement of a tensor created on ``device``."""
+        if isinstance(device, ast.Call) and device.args:
+            device = device.args[0]  # torch.device("cpu")
+        if isinstance(device, ast.Constant):
+            if device.value is None:
+                return UNKNOWN if self.scope.default_device else HOST.with_tags(TENSOR)
+            if isinstance(device.value, str) and device.value.startswith("cpu"):
+                return HOST.with_tags(TENSOR)
+            return DEVICE.with_tags(TENSOR)
+        text = self.source(device).lower()
+        if "cpu" in text:
+            return HOST.with_tags(TENSOR)
+        device_value = self.value(device)
+        if device_value.place is Place.PARAM:
+            return Value(Place.PARAM, device_value.params, frozenset((TENSOR,)))
+        return DEVICE.with_tags(TENSOR)
+
+    def _torch_call_value(self, node: ast.Call, function: str) -> Value:
+        name = function.rpartition(".")[2]
+        if function in _FACTORIES or function in _LIKE_FACTORIES:
+            device = self._keyword(node, "device")
+            if device is not None:
+                value = self._device_value(device)
+            elif function in _LIKE_FACTORIES and node.args:
+                value = self.value(node.args[0]).without_tags()
+            elif function == "from_numpy":
+                value = HOST
+            else:
+                value = UNKNOWN if self.scope.default_device else HOST
+            tags = {TENSOR}
+            if self._keyword_is_true(node, "pin_memory"):
+                tags.add(PINNED)
+            return Value(value.place, value.params, frozenset(tags))
+        if function.startswith(("cuda.", "distributed.", "backends.", "jit.", "compiler.")):
+            return HOST
+        if function in ("is_tensor", "numel", "get_default_dtype", "is_grad_enabled"):
+            return HOST
+        operands = [self.value(arg) for arg in node.args]
+        operands += [self.value(keyword.value) for keyword in node.keywords if keyword.arg]
+        result = join(*operands) if operands else HOST
+        if name in _BOOL_METHODS or name in ("isin", "isclose"):
+            return result.with_tags(BOOL)
+        return result
+
+    @staticmethod
+    def _keyword(node: ast.Call, name: str) -> ast.expr | None:
+        for keyword in node.keywords:
+            if keyword.arg == name:
+                return keyword.value
+        return None
+
+    def _keyword_is_true(self, node: ast.Call, name: str) -> bool:
+        value = self._keyword(node, name)
+        return isinstance(value, ast.Constant) and value.value is True
+
+    # ------------------------------------------------------------ statements
+
+    def _new_scope(
+        self,
+        facts: FunctionFacts,
+        env: dict[str, Value],
+        self_name: str | None,
+        class_name: str | None,
+    ) -> _Scope:
+        attributes = self.class_attributes.get(class_name, {}) if class_name else {}
+        return _Scope(facts, env, {}, self_name, attributes)
+
+    def _body(self, statements: Sequence[ast.stmt]) -> None:
+        for statement in statements:
+            self._statement(statement)
+
+    def _dispatch(self, node: ast.AST) -> None:
+        for code, visit in self.visitors.get(type(node), ()):
+            self.rule_code = code
+            visit(node, self)
+
+    def _statement(self, node: ast.stmt) -> None:
+        self.statement = (node.lineno, node.end_lineno or node.lineno)
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            for decorator in node.decorator_list:
+                self._expression(decorator)
+            self._function(node)
+            return
+        if isinstance(node, ast.ClassDef):
+            for expression in [*node.decorator_list, *node.bases]:
+                self._expression(expression)
+            self._class(node)
+            return
+        self._dispatch(node)
+        scope = self.scope
+        if isinstance(node, ast.Assign):
+            self._expression(node.value)
+            value = self.value(node.value)
+            for target in node.targets:
+                self._target_expressions(target)
+                self._bind(target, value, node.value)
+        elif isinstance(node, ast.AnnAssign):
+            if node.value is not None:
+                self._expression(node.value)
+                value = self.value(node.value)
+                if _is_host_annotation(node.annotation):
+                    value = HOST
+                self._bind(node.target, value, node.value)
+        elif isinstance(node, ast.AugAssign):
+            self._expression(node.value)
+            self._target_expressions(node.target)
+            if isinstance(node.target, ast.Name):
+                current = self._name_value(node.target.id)
+                self.scope.env[node.target.id] = join(current, self.value(node.value))
+        elif isinstance(node, (ast.Expr, ast.Return)):
+            if node.value is not None:
+                self._expression(node.value)
+        elif isinstance(node, ast.If):
+            self._expression(node.test)
+            self._branches(node.body, node.orelse)
+        elif isinstance(node, (ast.For, ast.AsyncFor)):
+            self._expression(node.iter)
+            before = dict(scope.env)
+            self._bind(node.target, self._element_value(node.iter), None)
+            scope.loop_depth += 1
+            self._body(node.body)
+            scope.loop_depth -= 1
+            self._body(node.orelse)
+            self._merge_env(before)
+        elif isinstance(node, ast.While):
+            before = dict(scope.env)
+            scope.loop_depth += 1
+            self._expression(node.test)
+            self._body(node.body)
+            scope.loop_depth -= 1
+            self._body(node.orelse)
+            self._merge_env(before)
+        elif isinstance(node, (ast.With, ast.AsyncWith)):
+            default_device = scope.default_device
+            for item in node.items:
+                self._expression(item.context_expr)
+                if self.qualified_name_of_call(item.context_expr) == "torch.device":
+                    scope.default_device = True
+                if item.optional_vars is not None:
+                    self._bind(item.optional_vars, self.value(item.context_expr), None)
+            self._body(node.body)
+            scope.default_device = default_device
+        elif isinstance(node, (ast.Try, getattr(ast, "TryStar", ast.Try))):
+            assert isinstance(node, ast.Try)  # TryStar has the same fields
+            self._body(node.body)
+            for handler in node.handlers:
+                if handler.type is not None:
+                    self._expression(handler.type)
+                if handler.name:
+                    scope.env[handler.name] = HOST
+                self._body(handler.body)
+            self._body(node.orelse)
+            self._body(node.finalbody)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            self._import(node)
+        elif isinstance(node, ast.Match):
+            self._expression(node.subject)
+            for case in node.cases:
+                if case.guard is not None:
+                    self._expression(case.guard)
+                self._body(case.body)
+        else:  # Raise, Assert, Delete, Global, Pass, ...
+            for child in ast.iter_child_nodes(node):
+                if isinstance(child, ast.expr):
+                    self._expression(child)
+        if (
+            isinstance(node, ast.Expr)
+            and isinstance(node.value, ast.Call)
+            and self.qualified_name(node.value.func) == "torch.set_default_device"
+        ):
+            scope.default_device = True
+
+    def qualified_name_of_call(self, node: ast.expr) -> str | None:
+        return self.qualified_name(node.func) if isinstance(node, ast.Call) else None
+
+    def _branches(self, body: Sequence[ast.stmt], orelse: Sequence[ast.stmt]) -> None:
+        before = dict(self.scope.env)
+        self._body(body)
+        after_body = self.scope.env
+        self.scope.env = dict(before)
+        self._body(orelse)
+        self._merge_env(after_body)
+
+    def _merge_env(self, other: dict[str, Value]) -> None:
+        env = self.scope.env
+        for name, value in other.items():
+            current = env.get(name)
+            env[name] = value if current is None else _merge(current, value)
+
+    def _element_value(self, iterable: ast.expr) -> Value:
+        if (
+            isinstance(iterable, ast.Call)
+            and isinstance(iterable.func, ast.Name)
+            and iterable.func.id == "range"
+        ):
+            return HOST.with_tags(SCALAR)
+        value = self.value(iterable)
+        return Value(value.place, value.params)
+
+    def _bind(self, target: ast.expr, value: Value, source: ast.expr | None) -> None:
+        env = self.scope.env
+        if isinstance(target, ast.Name):
+            if is_host_name(target.id) and value.place is not Place.DEVICE:
+                value = HOST
+            env[target.id] = value
+        elif isinstance(target, (ast.Tuple, ast.List)):
+            sources = source.elts if isinstance(source, (ast.Tuple, ast.List)) else None
+            for index, element in enumerate(target.elts):
+                if sources is not None and len(sources) == len(target.elts):
+                    self._bind(element, self.value(sources[index]), sources[index])
+                else:
+                    self._bind(element, Value(value.place, value.params), None)
+        elif isinstance(target, ast.Starred):
+            self._bind(target.value, value, None)
+        elif (
+            isinstance(target, ast.Attribute)
+            and isinstance(target.value, ast.Name)
+            and target.value.id == self.scope.self_name
+        ):
+            if is_host_name(target.attr) and value.place is not Place.DEVICE:
+                value = HOST
+            env[f"{target.value.id}.{target.attr}"] = value
+
+    def _target_expressions(self, target: ast.expr) -> None:
+        """Walk the loads inside an assignment target (``x[i] = ...`` reads x and i)."""
+        if isinstance(target, (ast.Subscript, ast.Attribute)):
+            self._dispatch(target)
+            self._expression(target.value)
+            if isinstance(target, ast.Subscript):
+                self._expression(target.slice)
+        elif isinstance(target, (ast.Tuple, ast.List)):
+            for element in target.elts:
+                self._target_expressions(element)
+
+    # ------------------------------------------------------------ expressions
+
+    def _expression(self, node: ast.expr) -> None:
+        """Dispatch rules over ``node`` and its children; record calls."""
+        stack: list[ast.AST] = [node]
+        while stack:
+            current = stack.pop()
+            if isinstance(current, (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)):
+                self._dispatch(current)
+                self._comprehension(current)
+                continue
+            if isinstance(current, ast.Lambda):
+                self._lambda(current)
+                continue
+            self._dispatch(current)
+            if isinstance(current, ast.Call):
+                self._call(current)
+            elif isinstance(current, ast.NamedExpr):
+                self._bind(current.target, self.value(current.value), current.value)
+            children = [
+                child
+                for child in ast.iter_child_nodes(current)
+                if isinstance(child, ast.expr)
+                and not (isinstance(child, ast.Name) and isinstance(child.ctx, ast.Store))
+            ]
+            stack.extend(reversed(children))
+        return None
+
+    @contextmanager
+    def _comprehension_scope(self, generators: list[ast.comprehension]) -> Iterator[None]:
+        scope = self.scope
+        saved_env, saved_memo = scope.env, scope.memo
+        scope.env = dict(saved_env)
+        scope.memo = dict(saved_memo)
+        for generator in generators:
+            self._bind(generator.target, self._element_value(generator.iter), None)
+        try:
+            yield
+        finally:
+            scope.env, scope.memo = saved_env, saved_memo
+
+    def _comprehension(
+        self, node: ast.ListComp | ast.SetComp | ast.GeneratorExp | ast.DictComp
+    ) -> None:
+        scope = self.scope
+        for generator in node.generators:
+            self._expression(generator.iter)
+        with self._comprehension_scope(node.generators):
+            scope.loop_depth += 1
+            for generator in node.generators:
+                for condition in generator.ifs:
+                    self._expression(condition)
+            if isinstance(node, ast.DictComp):
+                self._expression(node.key)
+                self._expression(node.value)
+            else:
+                self._expression(node.elt)
+            scope.loop_depth -= 1
+
+    def _lambda(self, node: ast.Lambda) -> None:
+        scope = self.scope
+        saved_env, saved_memo = scope.env, scope.memo
+        scope.env = dict(saved_env)
+        scope.memo = {}
+        for argument in node.args.args:
+            scope.env[argument.arg] = UNKNOWN
+        try:
+            self._expression(node.body)
+        finally:
+            scope.env, scope.memo = saved_env, saved_memo
+
+    def _call(self, node: ast.Call) -> None:
+        func = node.func
+        if self.qualified_name(func) == "torch.compile" and node.args:
+            reference = self._callee(node.args[0])
+            if reference is not None:
+                self.compiled.append((self.scope.facts.qualname, reference))
+        callee = self._callee(func)
+        if callee is None:
+            return
+        self.scope.facts.calls.append(
+            CallSite(
+                callee=callee,
+                span=self.span(node),
+                statement=self.statement,
+                args=tuple(
+                    self.value(arg) for arg in node.args if not isinstance(arg, ast.Starred)
+                ),
+                kwargs=tuple(
+                    (keyword.arg, self.value(keyword.value))
+                    for keyword in node.keywords
+                    if keyword.arg is not None
+                ),
+                in_loop=self.in_loop,
+            )
+        )
+
+    def _callee(self, func: ast.expr) -> tuple[str, ...] | None:
+        """An unresolved reference to the function ``func`` names, if it may be ours."""
+        qualified = self.qualified_name(func)
+        if qualified is not None:
+            if qualified.partition(".")[0] in _EXTERNAL_ROOTS:
+                return None
+            return ("dotted", qualified)
+        if isinstance(func, ast.Name):
+            name = func.id
+            if name in _BUILTIN_NAMES and name not in self.module_defs:
+                return None
+            if name in self.scope.env and name not in self.module_defs:
+                return None  # a local variable holding a callable
+            return ("name", name)
+        if (
+            isinstance(func, ast.Attribute)
+            and isinstance(func.value, ast.Name)
+            and func.value.id == self.scope.self_name
+        ):
+            return ("self", func.attr)
+        if (
+            isinstance(func, ast.Attribute)
+            and isinstance(func.value, ast.Attribute)
+            and isinstance(func.value.value, ast.Name)
+            and func.value.value.id == self.scope.self_name
+        ):
+            return ("attr", func.value.attr, func.attr)
+        return None
+
+    def _import(self, node: ast.Import | ast.ImportFrom) -> None:
+        table = self.imports if self.scope.facts.qualname == MODULE_SCOPE else self.scope.imports
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.asname:
+                    table[alias.asname] = alias.name
+                else:
+                    top = alias.name.partition(".")[0]
+                    table[top] = top
+            return
+        base = node.module or ""
+        if node.level:
+            parts = self.package.split(".") if self.package else []
+            keep = len(parts) - (node.level - 1)
+            prefix = ".".join(parts[: max(keep, 0)])
+            base = f"{prefix}.{base}".strip(".") if base else prefix
+        for alias in node.names:
+            if alias.name == "*":
+                continue
+            table[alias.asname or alias.name] = f"{base}.{alias.name}" if base else alias.name
+
+    # ------------------------------------------------------ functions, classes
+
+    def _function(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
+        outer = self.scope
+        in_class = outer.facts.kind == "class"
+        parent = outer.facts.qualname
+        qualname = node.name if parent == MODULE_SCOPE else f"{parent}.{node.name}"
+        decorators = tuple(self._decorator_name(d) for d in node.decorator_list)
+        kind = "function"
+        if in_class:
+            kind = "method"
+            if "staticmethod" in decorators:
+                kind = "staticmethod"
+            elif "classmethod" in decorators:
+                kind = "classmethod"
+        arguments = node.args
+        positional = [*arguments.posonlyargs, *arguments.args]
+        all_arguments = [*positional, *arguments.kwonlyargs]
+        if arguments.vararg:
+            all_arguments.append(arguments.vararg)
+        if arguments.kwarg:
+            all_arguments.append(arguments.kwarg)
+        self_name = positional[0].arg if kind in ("method", "classmethod") and positional else None
+        defaults: dict[str, ast.expr | None] = {}
+        for argument, default in zip(
+            reversed(positional), reversed(arguments.defaults), strict=False
+        ):
+            defaults[argument.arg] = default
+        for argument, kw_default in zip(arguments.kwonlyargs, arguments.kw_defaults, strict=True):
+            defaults[argument.arg] = kw_default
+        env = {} if in_class or outer is self.module_scope else dict(outer.env)
+        for argument in all_arguments:
+            name = argument.arg
+            default = defaults.get(name)
+            if (
+                name == self_name
+                or is_host_name(name)
+                or _is_host_annotation(argument.annotation)
+                or (isinstance(default, ast.Constant) and default.value is not None)
+            ):
+                env[name] = HOST
+            else:
+                env[name] = param(name)
+        line_text = self.lines[node.lineno - 1] if node.lineno <= len(self.lines) else ""
+        marker = _MARKER.search(line_text)
+        facts = FunctionFacts(
+            qualname=qualname,
+            line=node.lineno,
+            class_name=parent if in_class else None,
+            params=tuple(argument.arg for argument in all_arguments),
+            kind=kind,
+            decorators=decorators,
+            marker=marker.group(1) if marker else None,
+        )
+        self.functions[qualname] = facts
+        class_name = parent if in_class else None
+        self.scope = self._new_scope(facts, env, self_name, class_name)
+        self.scope.default_device = outer.default_device
+        try:
+            self._body(node.body)
+            if class_name and node.name == "__init__" and self_name:
+                self._remember_attributes(class_name, self_name)
+        finally:
+            self.scope = outer
+
+    def _remember_attributes(self, class_name: str, self_name: str) -> None:
+        prefix = f"{self_name}."
+        attributes = self.class_attributes.setdefault(class_name, {})
+        for key, value in self.scope.env.items():
+            if key.startswith(prefix):
+                place = Place.UNKNOWN if value.place is Place.PARAM else value.place
+                attributes[key[len(prefix) :]] = Value(place, frozenset(), value.tags)
+
+    def _decorator_name(self, node: ast.expr) -> str:
+        if isinstance(node, ast.Call):
+            node = node.func
+        qualified = self.qualified_name(node)
+        if qualified is not None:
+            return qualified
+        return ast.unparse(node)
+
+    def _class(self, node: ast.ClassDef) -> None:
+        outer = self.scope
+        parent = outer.facts.qualname
+        qualname = node.name if parent == MODULE_SCOPE else f"{parent}.{node.name}"
+        bases = tuple(self.qualified_name(base) or ast.unparse(base) for base in node.bases)
+        attribute_types: dict[str, str] = {}
+        self.classes[qualname] = ClassFacts(qualname, node.lineno, bases, attribute_types)
+        facts = FunctionFacts(qualname, node.lineno, None, (), "class", (), None)
+        self.scope = _Scope(facts, {}, {}, None, {})
+        try:
+            # __init__ first: the placements it gives self attributes serve every method.
+            body = sorted(
+                node.body,
+                key=lambda s: not (isinstance(s, ast.FunctionDef) and s.name == "__init__"),
+            )
+            for statement in body:
+                if isinstance(statement, ast.FunctionDef) and statement.name == "__init__":
+                    attribute_types.update(self._attribute_types(statement))
+                self._statement(statement)
+        finally:
+            self.scope = outer
+
+    def _attribute_types(self, init: ast.FunctionDef) -> dict[str, str]:
+        """``self.attr = SomeClass(...)`` assignments made in ``__init__``."""
+        if not init.args.args:
+            return {}
+        self_name = init.args.args[0].arg
+        types: dict[str, str] = {}
+        for statement in ast.walk(init):
+            if not isinstance(statement, ast.Assign) or not isinstance(statement.value, ast.Call):
+                continue
+            func = statement.value.func
+            class_name = self.qualified_name(func) or (
+                func.id if isinstance(func, ast.Name) else None
+            )
+            if class_name is None:
+                continue
+            for target in statement.targets:
+                if (
+                    isinstance(target, ast.Attribute)
+                    and isinstance(target.value, ast.Name)
+                    and target.value.id == self_name
+                ):
+                    types[target.attr] = class_name
+        return types

@@ -1,0 +1,131 @@
+"""The ``syncguard`` command line."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from syncguard._version import __version__
+
+EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="syncguard",
+        description="Find GPU host-device synchronizations in the hot paths of PyTorch code.",
+    )
+    parser.add_argument("--version", action="version", version=f"syncguard {__version__}")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    check = commands.add_parser("check", help="lint files or folders (default: .)")
+    check.add_argument("paths", nargs="*", default=["."], metavar="PATH")
+    check.add_argument(
+        "--output-format",
+        choices=("full", "concise", "json", "sarif", "github"),
+        help="full (default on a terminal), concise, json, sarif or github",
+    )
+    check.add_argument("--select", help="comma list of codes or prefixes to report (SG1,SG201)")
+    check.add_argument("--ignore", help="comma list of codes or prefixes not to report")
+    check.add_argument(
+        "--hot", action="append", default=[], metavar="PATTERN",
+        help="glob over qualified names (pkg.mod.Class.method) of extra hot functions; repeatable",
+    )  # fmt: skip
+    check.add_argument(
+        "--scope", choices=("hot", "all"),
+        help="hot (default): only hot paths; all: also elsewhere, as warnings",
+    )  # fmt: skip
+    check.add_argument(
+        "--config", metavar="FILE", help="pyproject.toml to read [tool.syncguard] from"
+    )
+    check.add_argument("--exit-zero", action="store_true", help="exit 0 even with findings")
+    check.add_argument("--statistics", action="store_true", help="count findings per rule")
+    check.add_argument("--no-color", action="store_true", help="never use ANSI colours")
+
+    rule = commands.add_parser("rule", help="explain a rule (syncguard rule SG101)")
+    rule.add_argument("code", nargs="?", help="rule code, e.g. SG101")
+    rule.add_argument("--all", action="store_true", help="list every rule")
+    rule.add_argument("--output-format", choices=("text", "json"), default="text")
+    return parser
+
+
+def _error(message: str) -> int:
+    sys.stderr.write(f"syncguard: error: {message}\n")
+    return EXIT_ERROR
+
+
+def _check(args: argparse.Namespace) -> int:
+    from syncguard.config import ConfigError, check_selectors, find_config, load, parse_codes
+    from syncguard.engine import lint_files
+    from syncguard.reporting import WRITERS, summary, write_statistics
+    from syncguard.rules import all_rules
+
+    try:
+        if args.config:
+            config_path: Path | None = Path(args.config)
+        else:
+            config_path = find_config(Path.cwd())
+        settings = load(config_path)
+        overrides = {
+            "select": parse_codes(args.select, "--select") if args.select else None,
+            "ignore": parse_codes(args.ignore, "--ignore") if args.ignore else None,
+            "scope": args.scope,
+            "hot_functions": (*settings.hot_functions, *args.hot) if args.hot else None,
+        }
+        settings = settings.with_overrides(**overrides)
+        check_selectors(settings, list(all_rules()))
+    except ConfigError as error:
+        return _error(str(error))
+
+    result = lint_files(args.paths, settings=settings)
+    output_format = args.output_format or ("full" if sys.stdout.isatty() else "concise")
+    color = sys.stdout.isatty() and not args.no_color and "NO_COLOR" not in os.environ
+    WRITERS[output_format](result.findings, result.rules, sys.stdout, color)
+    if args.statistics:
+        write_statistics(result.findings, result.rules, sys.stdout)
+    for problem in result.problems:
+        sys.stderr.write(f"{problem}\n")
+    if output_format in ("full", "concise"):
+        sys.stdout.write(summary(result.findings, result.files) + "\n")
+    if result.problems:
+        return EXIT_ERROR
+    if result.findings and not args.exit_zero:
+        return EXIT_FINDINGS
+    return EXIT_CLEAN
+
+
+def _rule(args: argparse.Namespace) -> int:
+    from syncguard.ruledoc import rule_listing, rule_text
+    from syncguard.rules import all_rules
+
+    rules = all_rules()
+    if args.all or not args.code:
+        sys.stdout.write(rule_listing(rules, args.output_format))
+        return EXIT_CLEAN
+    code = args.code.upper()
+    if code not in rules:
+        return _error(f"unknown rule {args.code!r}; `syncguard rule --all` lists them")
+    sys.stdout.write(rule_text(rules[code], args.output_format))
+    return EXIT_CLEAN
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = _parser()
+    args = parser.parse_args(argv)
+    try:
+        if args.command == "check":
+            return _check(args)
+        if args.command == "rule":
+            return _rule(args)
+        parser.print_help()
+        return EXIT_ERROR
+    except KeyboardInterrupt:
+        sys.stderr.write("syncguard: interrupted\n")
+        return 130
+    except BrokenPipeError:
+        return EXIT_CLEAN
+    except Exception as error:
+        return _error(f"internal error: {type(error).__name__}: {error} (please report this)")

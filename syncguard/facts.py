@@ -1,0 +1,118 @@
+"""Per-file facts: everything the project phase needs from one file.
+
+Facts are plain, picklable data computed independently for each file (so they
+can be cached and computed in parallel). They hold no syntax tree.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from syncguard.values import Value
+
+
+@dataclass(frozen=True, slots=True)
+class Span:
+    """A 1-based source range (columns count characters, end exclusive)."""
+
+    line: int
+    column: int
+    end_line: int
+    end_column: int
+
+
+@dataclass(frozen=True, slots=True)
+class Edit:
+    """Replace the text in ``span`` by ``text``."""
+
+    span: Span
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class Fix:
+    """A rewrite that removes a finding; ``applicability`` is ``safe`` or ``unsafe``."""
+
+    applicability: str
+    description: str
+    edits: tuple[Edit, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Site:
+    """One place in a function where a rule matched.
+
+    ``value`` is the placement of the data the op works on: ``PARAM`` sites
+    sync only when a caller passes device data for one of ``value.params``.
+    """
+
+    code: str
+    span: Span
+    statement: tuple[int, int]  # first and last line of the enclosing statement
+    message: str
+    suggestion: str
+    value: Value
+    in_loop: bool
+    fix: Fix | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class CallSite:
+    """A call that may reach a function of the linted tree.
+
+    ``callee`` is unresolved: ``("name", f)``, ``("dotted", "a.b.f")``,
+    ``("self", method)`` or ``("attr", self_attribute, method)``.
+    """
+
+    callee: tuple[str, ...]
+    span: Span
+    statement: tuple[int, int]
+    args: tuple[Value, ...]
+    kwargs: tuple[tuple[str, Value], ...]
+    in_loop: bool
+
+
+@dataclass(slots=True)
+class FunctionFacts:
+    """A function or method, with its sync sites and outgoing calls."""
+
+    qualname: str  # within the module, e.g. "Model.forward" or "outer.inner"
+    line: int
+    class_name: str | None  # qualname of the enclosing class for methods
+    params: tuple[str, ...]
+    kind: str  # "function", "method", "staticmethod" or "classmethod"
+    decorators: tuple[str, ...]  # qualified where imports allow, e.g. "torch.compile"
+    marker: str | None  # "hot" / "cold" from a ``# syncguard: hot`` comment on the def line
+    sites: list[Site] = field(default_factory=list)
+    calls: list[CallSite] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class ClassFacts:
+    """A class: its bases (qualified where imports allow) and typed attributes."""
+
+    qualname: str
+    line: int
+    bases: tuple[str, ...]
+    attribute_types: dict[str, str]  # self.attr = SomeClass(...) in __init__
+
+
+@dataclass(slots=True)
+class FileFacts:
+    """Everything one file contributes to the project phase."""
+
+    module: str
+    imports: dict[str, str]  # local name -> qualified target (relative imports resolved)
+    functions: dict[str, FunctionFacts]
+    classes: dict[str, ClassFacts]
+    compiled: list[tuple[str, tuple[str, ...]]]  # (caller, callee ref) for torch.compile(f)
+    records: dict[str, list[object]] = field(default_factory=dict)  # rule-specific facts
+
+
+@dataclass(frozen=True, slots=True)
+class FileError:
+    """A file that could not be analysed, with a located message."""
+
+    line: int
+    column: int
+    message: str

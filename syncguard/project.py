@@ -1,0 +1,537 @@
+"""The project phase: resolve calls across files, find hot paths, place findings.
+
+Input is the :class:`~syncguard.facts.FileFacts` of every linted file; output
+is the list of :class:`Finding`. Three analyses run once over the call graph:
+
+* hot roots (``forward`` of modules, compiled and marked functions, config
+  globs) and their propagation to resolvable callees (cold functions stop it);
+* parameter summaries: which parameters of a function reach a sync site,
+  directly or through further calls (a fixpoint, so cycles terminate);
+* compiled reachability, to say that a sync is also a graph break.
+
+A site whose data comes from a parameter is reported where a hot caller passes
+device data for it (a sync hidden in a helper), not in the helper itself.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+from collections import deque
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import PurePath
+
+from syncguard.analysis import MODULE_SCOPE
+from syncguard.facts import CallSite, ClassFacts, FileFacts, Fix, FunctionFacts, Site, Span
+from syncguard.values import Place, Value
+
+FunctionId = tuple[str, str]  # (path, qualname within the module)
+ClassId = tuple[str, str]
+
+_NN_MODULE = frozenset({"torch.nn.Module", "torch.nn.modules.module.Module", "nn.Module"})
+_AUTOGRAD_FUNCTION = frozenset({"torch.autograd.Function", "torch.autograd.function.Function"})
+_PLAIN_BASES = frozenset(
+    {"object", "ABC", "abc.ABC", "Generic", "typing.Generic", "Protocol", "typing.Protocol",
+     "NamedTuple", "typing.NamedTuple", "TypedDict", "typing.TypedDict", "Enum", "enum.Enum",
+     "IntEnum", "enum.IntEnum", "Exception", "ValueError", "RuntimeError", "dict", "list",
+     "tuple", "str", "int", "float", "set"}
+)  # fmt: skip
+_HOT_DECORATORS = {
+    "torch.compile": "torch.compile",
+    "torch.jit.script": "torch.jit.script",
+    "syncguard.hot": "@syncguard.hot",
+}
+_COLD_DECORATORS = frozenset({"syncguard.cold"})
+_COMPILED_DECORATORS = frozenset({"torch.compile"})
+
+
+@dataclass(frozen=True, slots=True)
+class SourceFile:
+    """A linted file: its display path, its import root and its facts."""
+
+    path: str
+    root: str
+    facts: FileFacts
+
+
+@dataclass(frozen=True, slots=True)
+class Step:
+    """One step of a chain: a line inside a function."""
+
+    path: str
+    line: int
+    function: str  # fully qualified: module.qualname
+
+    def __str__(self) -> str:
+        return f"{self.path}:{self.line} {self.function}"
+
+
+@dataclass(frozen=True, slots=True)
+class Finding:
+    """A sync reported to the user (before suppressions and code selection)."""
+
+    code: str
+    message: str
+    path: str
+    span: Span
+    severity: str  # "error" in a hot path, "warning" outside
+    hot: str | None
+    chain: tuple[Step, ...]
+    suggestion: str
+    fix: Fix | None
+    # (path, first line, last line) of statements where a suppression comment applies.
+    suppressible_at: tuple[tuple[str, int, int], ...] = ()
+
+    @property
+    def sort_key(self) -> tuple[str, int, int, str, str]:
+        return (self.path, self.span.line, self.span.column, self.code, self.message)
+
+
+@dataclass(frozen=True, slots=True)
+class HotSettings:
+    """Config that decides what is hot."""
+
+    hot_functions: tuple[str, ...] = ()
+    cold_functions: tuple[str, ...] = ()
+    compiled_functions: tuple[str, ...] = ()
+
+
+@dataclass(slots=True)
+class _Hot:
+    reason: str
+    via: tuple[Step, ...]  # call sites from the hot root down to this function
+    is_root: bool
+
+
+@dataclass(slots=True)
+class _Chain:
+    steps: tuple[Step, ...]  # from the function holding the parameter down to the sync line
+    site: Site
+    site_path: str
+
+
+@dataclass
+class Project:
+    """The linted tree, with calls resolved; see the module docstring."""
+
+    files: Sequence[SourceFile]
+    settings: HotSettings = field(default_factory=HotSettings)
+    rule_messages: Mapping[str, str] = field(default_factory=dict)
+    graph_breaking: frozenset[str] = frozenset()
+
+    def __post_init__(self) -> None:
+        self.by_path = {file.path: file for file in self.files}
+        self.modules: dict[str, list[SourceFile]] = {}
+        for file in sorted(self.files, key=lambda f: f.path):
+            self.modules.setdefault(file.facts.module, []).append(file)
+        self.functions: dict[FunctionId, FunctionFacts] = {
+            (file.path, qualname): function
+            for file in self.files
+            for qualname, function in file.facts.functions.items()
+        }
+        self.ids = sorted(self.functions, key=lambda fid: (fid[0], self.functions[fid].line))
+        self.targets: dict[tuple[FunctionId, int], FunctionId] = {}
+        self.callers: dict[FunctionId, list[tuple[FunctionId, CallSite]]] = {}
+        for fid in self.ids:
+            for index, call in enumerate(self.functions[fid].calls):
+                target = self._resolve_call(fid, call)
+                if target is not None:
+                    self.targets[(fid, index)] = target
+                    self.callers.setdefault(target, []).append((fid, call))
+
+    # ------------------------------------------------------------ resolution
+
+    def qualified(self, fid: FunctionId) -> str:
+        module = self.by_path[fid[0]].facts.module
+        return module if fid[1] == MODULE_SCOPE else f"{module}.{fid[1]}"
+
+    def _module_file(self, module: str, root: str) -> SourceFile | None:
+        candidates = self.modules.get(module)
+        if not candidates:
+            return None
+        for candidate in candidates:
+            if candidate.root == root:
+                return candidate
+        return candidates[0]
+
+    def _resolve_dotted(self, dotted: str, root: str, depth: int = 0) -> tuple[str, str] | None:
+        """(path, qualname) of the function or class ``dotted`` names, if in the tree."""
+        parts = dotted.split(".")
+        for cut in range(len(parts) - 1, 0, -1):
+            file = self._module_file(".".join(parts[:cut]), root)
+            if file is None:
+                continue
+            rest = ".".join(parts[cut:])
+            facts = file.facts
+            if rest in facts.functions or rest in facts.classes:
+                return (file.path, rest)
+            head, _, tail = rest.partition(".")
+            reexport = facts.imports.get(head)
+            if reexport is not None and depth < 8:
+                return self._resolve_dotted(
+                    f"{reexport}.{tail}" if tail else reexport, file.root, depth + 1
+                )
+            return None
+        return None
+
+    def _resolve_name(self, fid: FunctionId, name: str) -> tuple[str, str] | None:
+        path, qualname = fid
+        file = self.by_path[path]
+        facts = file.facts
+        parts = qualname.split(".") if qualname != MODULE_SCOPE else []
+        while parts:  # enclosing function scopes (nested defs), innermost first
+            prefix = ".".join(parts)
+            candidate = f"{prefix}.{name}"
+            if candidate in facts.functions and prefix in facts.functions:
+                return (path, candidate)
+            parts.pop()
+        if name in facts.functions or name in facts.classes:
+            return (path, name)
+        imported = facts.imports.get(name)
+        if imported:
+            return self._resolve_dotted(imported, file.root)
+        return None
+
+    def _resolve_class(self, path: str, name: str) -> ClassId | None:
+        file = self.by_path[path]
+        if name in file.facts.classes:
+            return (path, name)
+        head, _, tail = name.partition(".")
+        imported = file.facts.imports.get(head)
+        if imported is not None:
+            found = self._resolve_dotted(f"{imported}.{tail}" if tail else imported, file.root)
+        else:
+            found = self._resolve_dotted(name, file.root) if "." in name else None
+        if found is not None and found[1] in self.by_path[found[0]].facts.classes:
+            return found
+        return None
+
+    def _class(self, cid: ClassId) -> ClassFacts:
+        return self.by_path[cid[0]].facts.classes[cid[1]]
+
+    def mro(self, cid: ClassId) -> tuple[list[ClassId], list[str]]:
+        """In-tree classes in method resolution order, and the external bases met."""
+        order: list[ClassId] = []
+        external: list[str] = []
+        stack = [cid]
+        while stack:
+            current = stack.pop(0)
+            if current in order:
+                continue
+            order.append(current)
+            for base in self._class(current).bases:
+                resolved = self._resolve_class(current[0], base)
+                if resolved is None:
+                    external.append(base)
+                else:
+                    stack.append(resolved)
+        return order, external
+
+    def _method(self, cid: ClassId, name: str) -> FunctionId | None:
+        for path, qualname in self.mro(cid)[0]:
+            candidate = f"{qualname}.{name}"
+            if candidate in self.by_path[path].facts.functions:
+                return (path, candidate)
+        return None
+
+    def _resolve_call(self, fid: FunctionId, call: CallSite) -> FunctionId | None:
+        kind = call.callee[0]
+        function = self.functions[fid]
+        path = fid[0]
+        found: tuple[str, str] | None = None
+        if kind == "name":
+            found = self._resolve_name(fid, call.callee[1])
+        elif kind == "dotted":
+            found = self._resolve_dotted(call.callee[1], self.by_path[path].root)
+        elif kind in ("self", "attr") and function.class_name is not None:
+            owner: ClassId | None = (path, function.class_name)
+            method = call.callee[-1]
+            if kind == "attr" and owner is not None:
+                type_name = self._attribute_type(owner, call.callee[1])
+                owner = self._resolve_class(path, type_name) if type_name else None
+            found = self._method(owner, method) if owner is not None else None
+        if found is None or found not in self.functions:
+            return None  # unknown, external, or a class (constructor)
+        return found
+
+    def _attribute_type(self, cid: ClassId, attribute: str) -> str | None:
+        for current in self.mro(cid)[0]:
+            type_name = self._class(current).attribute_types.get(attribute)
+            if type_name is not None:
+                return type_name
+        return None
+
+    # ------------------------------------------------------------- hot paths
+
+    def _class_kind(self, cid: ClassId) -> str | None:
+        """``module`` for nn.Module subclasses (or unknown bases), ``autograd`` for Functions."""
+        external = self.mro(cid)[1]
+        if any(base in _AUTOGRAD_FUNCTION for base in external):
+            return "autograd"
+        for base in external:
+            if base in _NN_MODULE or base not in _PLAIN_BASES:
+                return "module"
+        return None
+
+    def _is_cold(self, fid: FunctionId) -> bool:
+        function = self.functions[fid]
+        if function.qualname.rpartition(".")[2] == "__init__" or function.marker == "cold":
+            return True
+        if any(decorator in _COLD_DECORATORS for decorator in function.decorators):
+            return True
+        return _matches(self.qualified(fid), self.settings.cold_functions) is not None
+
+    def _root_reason(self, fid: FunctionId, compiled_refs: set[FunctionId]) -> str | None:
+        function = self.functions[fid]
+        if function.marker == "hot":
+            return "# syncguard: hot"
+        for decorator in function.decorators:
+            if decorator in _HOT_DECORATORS:
+                return _HOT_DECORATORS[decorator]
+        if fid in compiled_refs:
+            return "torch.compile"
+        name = function.qualname.rpartition(".")[2]
+        if function.class_name is not None and name in ("forward", "__call__", "backward"):
+            kind = self._class_kind((fid[0], function.class_name))
+            if kind == "module" and name != "backward":
+                return name
+            if kind == "autograd" and name != "__call__":
+                return f"autograd.Function.{name}"
+        pattern = _matches(self.qualified(fid), self.settings.hot_functions)
+        if pattern is not None:
+            return f"hot-functions: {pattern}"
+        if _matches(self.qualified(fid), self.settings.compiled_functions) is not None:
+            return "compiled-functions"
+        return None
+
+    def _compiled_refs(self) -> set[FunctionId]:
+        found: set[FunctionId] = set()
+        for file in self.files:
+            for caller, reference in file.facts.compiled:
+                fid = (file.path, caller)
+                if fid not in self.functions:
+                    continue
+                target = self._resolve_call(
+                    fid, CallSite(reference, Span(0, 0, 0, 0), (0, 0), (), (), False)
+                )
+                if target is not None:
+                    found.add(target)
+        return found
+
+    def hot_paths(self) -> tuple[dict[FunctionId, _Hot], set[FunctionId]]:
+        """Hot functions with why they are hot, and the ones traced by torch.compile."""
+        compiled_refs = self._compiled_refs()
+        hot: dict[FunctionId, _Hot] = {}
+        compiled_roots: list[FunctionId] = []
+        for fid in self.ids:
+            if self._is_cold(fid):
+                continue
+            reason = self._root_reason(fid, compiled_refs)
+            if reason is not None:
+                hot[fid] = _Hot(reason, (), True)
+                function = self.functions[fid]
+                if reason in ("torch.compile", "compiled-functions") or any(
+                    d in _COMPILED_DECORATORS for d in function.decorators
+                ):
+                    compiled_roots.append(fid)
+        queue = deque(fid for fid in self.ids if fid in hot)
+        while queue:
+            fid = queue.popleft()
+            info = hot[fid]
+            root = self.qualified(fid) if info.is_root else info.reason[len("called from ") :]
+            for index, call in enumerate(self.functions[fid].calls):
+                target = self.targets.get((fid, index))
+                if target is None or target in hot or self._is_cold(target):
+                    continue
+                step = Step(fid[0], call.span.line, self.qualified(fid))
+                hot[target] = _Hot(f"called from {root}", (*info.via, step), False)
+                queue.append(target)
+        return hot, self._reachable(compiled_roots)
+
+    def _reachable(self, roots: Iterable[FunctionId]) -> set[FunctionId]:
+        seen = set(roots)
+        queue = deque(seen)
+        while queue:
+            fid = queue.popleft()
+            for index in range(len(self.functions[fid].calls)):
+                target = self.targets.get((fid, index))
+                if target is not None and target not in seen and not self._is_cold(target):
+                    seen.add(target)
+                    queue.append(target)
+        return seen
+
+    # ------------------------------------------------------- hidden syncs
+
+    def _argument(self, call: CallSite, target: FunctionId, name: str) -> Value | None:
+        function = self.functions[target]
+        params = list(function.params)
+        if name not in params:
+            return None
+        bound = call.callee[0] in ("self", "attr") and function.kind in ("method", "classmethod")
+        index = params.index(name) - (1 if bound else 0)
+        if 0 <= index < len(call.args):
+            return call.args[index]
+        for keyword, value in call.kwargs:
+            if keyword == name:
+                return value
+        return None
+
+    def summaries(self) -> dict[FunctionId, dict[str, dict[tuple, _Chain]]]:
+        """For each function: parameter -> the sync sites device data for it reaches."""
+        summary: dict[FunctionId, dict[str, dict[tuple, _Chain]]] = {}
+        pending: deque[FunctionId] = deque()
+        for fid in self.ids:
+            for site in self.functions[fid].sites:
+                if site.value.place is not Place.PARAM:
+                    continue
+                key = (fid, site.code, site.span)
+                step = Step(fid[0], site.span.line, self.qualified(fid))
+                for name in site.value.params:
+                    entries = summary.setdefault(fid, {}).setdefault(name, {})
+                    entries.setdefault(key, _Chain((step,), site, fid[0]))
+                if fid not in pending:
+                    pending.append(fid)
+        while pending:
+            target = pending.popleft()
+            for caller, call in self.callers.get(target, ()):
+                changed = False
+                caller_params = self.functions[caller].params
+                for name, entries in summary[target].items():
+                    argument = self._argument(call, target, name)
+                    if argument is None or argument.place is not Place.PARAM:
+                        continue
+                    step = Step(caller[0], call.span.line, self.qualified(caller))
+                    for outer in argument.params:
+                        if outer not in caller_params:
+                            continue
+                        mine = summary.setdefault(caller, {}).setdefault(outer, {})
+                        for key, chain in entries.items():
+                            if key not in mine:
+                                mine[key] = _Chain(
+                                    (step, *chain.steps), chain.site, chain.site_path
+                                )
+                                changed = True
+                if changed and caller not in pending:
+                    pending.append(caller)
+        return summary
+
+    # -------------------------------------------------------------- findings
+
+    def findings(self, scope: str = "hot") -> list[Finding]:
+        hot, compiled = self.hot_paths()
+        summary = self.summaries()
+        results: list[Finding] = []
+        for fid in self.ids:
+            info = hot.get(fid)
+            if info is None and scope != "all":
+                continue
+            function = self.functions[fid]
+            treat_as_root = info is None or info.is_root
+            severity = "error" if info is not None else "warning"
+            reason = info.reason if info is not None else None
+            via = info.via if info is not None else ()
+            here = self.qualified(fid)
+            graph_break = fid in compiled
+            for site in function.sites:
+                if site.value.place is Place.PARAM and not treat_as_root:
+                    continue
+                step = Step(fid[0], site.span.line, here)
+                results.append(
+                    self._finding(site, fid[0], site.span, site.statement, severity, reason,
+                                  (*via, step), site.in_loop, graph_break, site.fix, (),
+                                  site.suggestion)
+                )  # fmt: skip
+            for index, call in enumerate(function.calls):
+                target = self.targets.get((fid, index))
+                if target is None or target not in summary:
+                    continue
+                target_hot = hot.get(target)
+                if target_hot is not None and target_hot.is_root:
+                    continue  # the callee reports its own sites
+                if info is None and target_hot is None:
+                    continue  # cold to cold: the callee reports its sites itself
+                reported: set[tuple] = set()
+                for name, entries in sorted(summary[target].items()):
+                    argument = self._argument(call, target, name)
+                    if argument is None or argument.place is Place.HOST:
+                        continue
+                    if argument.place is Place.PARAM and not treat_as_root:
+                        continue  # reported where the caller's caller passes device data
+                    for key, chain in entries.items():
+                        if key in reported:
+                            continue
+                        reported.add(key)
+                        step = Step(fid[0], call.span.line, here)
+                        sync = chain.site
+                        callee = self.qualified(target).rpartition(".")[2]
+                        message = (
+                            f"`{callee}()` syncs: {self._message(sync)} (called here with "
+                            f"device data for `{name}`)"
+                        )
+                        suggestion = (
+                            f"pass host data for `{name}` (e.g. a `*_cpu` copy) or move this "
+                            f"call out of the hot path; at the sync: {sync.suggestion}"
+                        )
+                        results.append(
+                            self._finding(
+                                sync, fid[0], call.span, call.statement, severity, reason,
+                                (*via, step, *chain.steps[1:]), call.in_loop, graph_break,
+                                None, ((chain.site_path, *sync.statement),), suggestion,
+                                message,
+                            )
+                        )  # fmt: skip
+        results.sort(key=lambda finding: finding.sort_key)
+        return results
+
+    def _message(self, site: Site) -> str:
+        return site.message or self.rule_messages.get(site.code, site.code)
+
+    def _finding(
+        self,
+        site: Site,
+        path: str,
+        span: Span,
+        statement: tuple[int, int],
+        severity: str,
+        reason: str | None,
+        chain: tuple[Step, ...],
+        in_loop: bool,
+        graph_break: bool,
+        fix: Fix | None,
+        extra_suppressions: tuple[tuple[str, int, int], ...],
+        suggestion: str,
+        message: str | None = None,
+    ) -> Finding:
+        text = message or self._message(site)
+        if in_loop:
+            text += " (inside a loop: syncs once per iteration)"
+        if graph_break and site.code in self.graph_breaking:
+            text += " (also a graph break under torch.compile)"
+        return Finding(
+            code=site.code,
+            message=text,
+            path=path,
+            span=span,
+            severity=severity,
+            hot=reason,
+            chain=chain,
+            suggestion=suggestion,
+            fix=fix,
+            suppressible_at=((path, *statement), *extra_suppressions),
+        )
+
+
+def _matches(name: str, patterns: Iterable[str]) -> str | None:
+    for pattern in patterns:
+        if fnmatch.fnmatchcase(name, pattern):
+            return pattern
+    return None
+
+
+def root_of(path: str, module: str, is_package: bool) -> str:
+    """The folder from which ``module`` is importable, given the file's display path."""
+    depth = module.count(".") + (1 if is_package else 0)
+    parent = PurePath(path).parent
+    for _ in range(depth):
+        parent = parent.parent
+    return str(parent)

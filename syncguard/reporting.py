@@ -1,0 +1,255 @@
+"""Output formats: full, concise, json, sarif, github; plus --statistics.
+
+Reporters only see findings and rule metadata; they know nothing of analysis.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections import Counter
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, TextIO
+
+from syncguard._version import __version__
+from syncguard.facts import Fix
+from syncguard.project import Finding
+from syncguard.rule import Rule
+
+FORMATS = ("full", "concise", "json", "sarif", "github")
+
+
+class _Style:
+    """ANSI styling, switched off when not writing to a terminal."""
+
+    def __init__(self, enabled: bool) -> None:
+        self.enabled = enabled
+
+    def __call__(self, text: str, code: str) -> str:
+        return f"\x1b[{code}m{text}\x1b[0m" if self.enabled else text
+
+
+def fix_json(fix: Fix | None) -> dict[str, Any] | None:
+    if fix is None:
+        return None
+    return {
+        "applicability": fix.applicability,
+        "message": fix.description,
+        "edits": [
+            {
+                "content": edit.text,
+                "location": {"row": edit.span.line, "column": edit.span.column},
+                "end_location": {"row": edit.span.end_line, "column": edit.span.end_column},
+            }
+            for edit in fix.edits
+        ],
+    }
+
+
+def finding_json(finding: Finding, rules: Mapping[str, type[Rule]]) -> dict[str, Any]:
+    rule = rules.get(finding.code)
+    return {
+        "code": finding.code,
+        "name": rule.name if rule else finding.code,
+        "message": finding.message,
+        "path": finding.path,
+        "line": finding.span.line,
+        "column": finding.span.column,
+        "end_line": finding.span.end_line,
+        "end_column": finding.span.end_column,
+        "severity": finding.severity,
+        "hot": finding.hot,
+        "chain": [str(step) for step in finding.chain],
+        "fix": fix_json(finding.fix),
+        "suggestion": finding.suggestion,
+    }
+
+
+def _read_lines(path: str, cache: dict[str, list[str]]) -> list[str]:
+    if path not in cache:
+        try:
+            with open(path, encoding="utf-8", errors="replace") as handle:
+                cache[path] = handle.read().splitlines()
+        except OSError:
+            cache[path] = []
+    return cache[path]
+
+
+def _location(finding: Finding) -> str:
+    return f"{finding.path}:{finding.span.line}:{finding.span.column}"
+
+
+def write_full(
+    findings: Sequence[Finding], rules: Mapping[str, type[Rule]], out: TextIO, color: bool
+) -> None:
+    style = _Style(color)
+    cache: dict[str, list[str]] = {}
+    for finding in findings:
+        level = style(finding.severity, "1;31" if finding.severity == "error" else "1;33")
+        out.write(
+            f"{style(_location(finding), '1')}: {style(finding.code, '1;31')} [{level}] "
+            f"{finding.message}\n"
+        )
+        lines = _read_lines(finding.path, cache)
+        line = finding.span.line
+        width = len(str(min(line + 1, len(lines)) or line))
+        gutter = " " * width
+        out.write(f"{gutter} {style('|', '34')}\n")
+        for number in range(max(1, line - 1), min(line, len(lines)) + 1):
+            text = lines[number - 1].rstrip()
+            out.write(f"{style(str(number).rjust(width), '34')} {style('|', '34')} {text}\n")
+        if lines and line <= len(lines):
+            text = lines[line - 1]
+            start = finding.span.column - 1
+            end = finding.span.end_column - 1 if finding.span.end_line == line else len(text)
+            carets = "^" * max(1, end - start)
+            out.write(
+                f"{gutter} {style('|', '34')} {' ' * start}{style(carets, '1;31')} "
+                f"{style(finding.code, '1;31')}\n"
+            )
+        out.write(f"{gutter} {style('|', '34')}\n")
+        if finding.hot:
+            out.write(f"{gutter} {style('=', '34')} {style('hot', '1')}: {finding.hot}\n")
+        if len(finding.chain) > 1:
+            out.write(f"{gutter} {style('=', '34')} {style('chain', '1')}:\n")
+            for step in finding.chain:
+                out.write(f"{gutter}     {step}\n")
+        out.write(f"{gutter} {style('=', '34')} {style('help', '1;36')}: {finding.suggestion}\n")
+        if finding.fix is not None:
+            marker = "fix" if finding.fix.applicability == "safe" else "unsafe fix"
+            out.write(f"{gutter} {style('=', '34')} {marker}: {finding.fix.description}\n")
+        out.write("\n")
+
+
+def write_concise(
+    findings: Sequence[Finding], rules: Mapping[str, type[Rule]], out: TextIO, color: bool
+) -> None:
+    style = _Style(color)
+    for finding in findings:
+        where = f" [{finding.hot}]" if finding.hot else " [not hot]"
+        out.write(
+            f"{style(_location(finding), '1')}: {style(finding.code, '1;31')} "
+            f"{finding.message}{where}\n"
+        )
+
+
+def write_json(
+    findings: Sequence[Finding], rules: Mapping[str, type[Rule]], out: TextIO, color: bool
+) -> None:
+    json.dump([finding_json(f, rules) for f in findings], out, indent=2)
+    out.write("\n")
+
+
+def write_github(
+    findings: Sequence[Finding], rules: Mapping[str, type[Rule]], out: TextIO, color: bool
+) -> None:
+    for finding in findings:
+        rule = rules.get(finding.code)
+        title = f"{finding.code} ({rule.name})" if rule else finding.code
+        message = f"{finding.message}. Fix: {finding.suggestion}"
+        message = message.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+        span = finding.span
+        out.write(
+            f"::{finding.severity} file={finding.path},line={span.line},col={span.column},"
+            f"endLine={span.end_line},endColumn={span.end_column},title={title}::{message}\n"
+        )
+
+
+def write_sarif(
+    findings: Sequence[Finding], rules: Mapping[str, type[Rule]], out: TextIO, color: bool
+) -> None:
+    codes = sorted(rules)
+    index = {code: position for position, code in enumerate(codes)}
+    results = []
+    for finding in findings:
+        span = finding.span
+        result: dict[str, Any] = {
+            "ruleId": finding.code,
+            "ruleIndex": index.get(finding.code, 0),
+            "level": finding.severity,
+            "message": {"text": f"{finding.message}. Fix: {finding.suggestion}"},
+            "locations": [_sarif_location(finding.path, span.line, span.column, span)],
+        }
+        if len(finding.chain) > 1:
+            result["codeFlows"] = [
+                {
+                    "threadFlows": [
+                        {
+                            "locations": [
+                                {"location": _sarif_location(step.path, step.line, 1, None)}
+                                for step in finding.chain
+                            ]
+                        }
+                    ]
+                }
+            ]
+        results.append(result)
+    document = {
+        "$schema": "https://json.schemastore.org/sarif-2.1.0.json",
+        "version": "2.1.0",
+        "runs": [
+            {
+                "tool": {
+                    "driver": {
+                        "name": "syncguard",
+                        "version": __version__,
+                        "rules": [
+                            {
+                                "id": code,
+                                "name": rules[code].name,
+                                "shortDescription": {"text": rules[code].message},
+                                "fullDescription": {"text": (rules[code].__doc__ or "").strip()},
+                            }
+                            for code in codes
+                        ],
+                    }
+                },
+                "results": results,
+            }
+        ],
+    }
+    json.dump(document, out, indent=2)
+    out.write("\n")
+
+
+def _sarif_location(path: str, line: int, column: int, span: Any) -> dict[str, Any]:
+    region: dict[str, int] = {"startLine": line, "startColumn": column}
+    if span is not None:
+        region.update(endLine=span.end_line, endColumn=span.end_column)
+    return {
+        "physicalLocation": {
+            "artifactLocation": {"uri": path.replace(os.sep, "/")},
+            "region": region,
+        }
+    }
+
+
+WRITERS: dict[str, Callable[[Sequence[Finding], Mapping[str, type[Rule]], TextIO, bool], None]] = {
+    "full": write_full,
+    "concise": write_concise,
+    "json": write_json,
+    "sarif": write_sarif,
+    "github": write_github,
+}
+
+
+def write_statistics(
+    findings: Sequence[Finding], rules: Mapping[str, type[Rule]], out: TextIO
+) -> None:
+    counts = Counter(finding.code for finding in findings)
+    width = max((len(str(count)) for count in counts.values()), default=1)
+    for code, count in sorted(counts.items(), key=lambda item: (-item[1], item[0])):
+        rule = rules.get(code)
+        fixable = "[*] " if rule is not None and rule.fixable() else "    "
+        name = rule.name if rule else ""
+        out.write(f"{str(count).rjust(width)}  {code}  {fixable}{name}\n")
+
+
+def summary(findings: Sequence[Finding], files: int) -> str:
+    if not findings:
+        return f"All checks passed! ({files} files)"
+    errors = sum(1 for finding in findings if finding.severity == "error")
+    warnings = len(findings) - errors
+    parts = [f"{errors} in hot paths"] + ([f"{warnings} elsewhere"] if warnings else [])
+    noun = "sync" if len(findings) == 1 else "syncs"
+    return f"Found {len(findings)} {noun} ({', '.join(parts)}) in {files} files."

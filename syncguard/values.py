@@ -1,0 +1,78 @@
+"""Where data lives: the value lattice shared by the analysis and every rule.
+
+A :class:`Value` says where an expression's data lives (``HOST``, ``DEVICE``,
+``UNKNOWN`` or ``PARAM`` -- "on the host exactly when these parameters are")
+plus a few tags about what kind of value it is (a boolean mask, a pinned host
+tensor, a Python sequence...). Rules treat ``DEVICE`` and ``UNKNOWN`` alike as
+"may be on the accelerator"; ``PARAM`` values are resolved per call site by the
+project phase.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+
+
+class Place(enum.IntEnum):
+    """Where a value lives, ordered from most to least known-host."""
+
+    HOST = 0
+    PARAM = 1
+    UNKNOWN = 2
+    DEVICE = 3
+
+
+# Tags describing what a value is, independent of where it lives.
+BOOL = "bool"  # a boolean tensor (mask) or Python bool
+PINNED = "pinned"  # a host tensor in page-locked memory
+PAGEABLE = "pageable"  # a host tensor known to be in ordinary (pageable) memory
+PYSEQ = "pyseq"  # a Python list / tuple / set / dict
+SCALAR = "scalar"  # a Python number (int, float)
+TENSOR = "tensor"  # known to be a tensor (created by torch)
+INDEX = "index"  # an integer index tensor (long / int)
+
+
+@dataclass(frozen=True, slots=True)
+class Value:
+    """Placement and tags of one expression."""
+
+    place: Place
+    params: frozenset[str] = frozenset()
+    tags: frozenset[str] = frozenset()
+
+    @property
+    def on_host(self) -> bool:
+        return self.place is Place.HOST
+
+    @property
+    def may_be_device(self) -> bool:
+        return self.place is not Place.HOST
+
+    def with_tags(self, *tags: str) -> Value:
+        return Value(self.place, self.params, self.tags | frozenset(tags))
+
+    def without_tags(self) -> Value:
+        return Value(self.place, self.params) if self.tags else self
+
+
+HOST = Value(Place.HOST)
+DEVICE = Value(Place.DEVICE)
+UNKNOWN = Value(Place.UNKNOWN)
+
+
+def param(name: str) -> Value:
+    """The value of parameter ``name`` whose placement depends on the caller."""
+    return Value(Place.PARAM, frozenset((name,)))
+
+
+def join(*values: Value) -> Value:
+    """Placement of a value computed from all of ``values`` (tags are dropped)."""
+    place = Place.HOST
+    params: frozenset[str] = frozenset()
+    for value in values:
+        if value.place > place:
+            place = value.place
+        if value.place is Place.PARAM:
+            params |= value.params
+    return Value(place, params if place is Place.PARAM else frozenset())
