@@ -65,7 +65,7 @@ class Sampler(nn.Module):
         top = logits.argmax(-1)
         return top.item()
 """,
-            line=8,
+            line=7,
         ),
         Invalid(
             """
@@ -78,7 +78,7 @@ def decode_step(hidden, counts):
         total += counts[i].item()
     return hidden * total
 """,
-            line=8,
+            line=7,
         ),
     ]
 

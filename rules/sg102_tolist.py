@@ -69,7 +69,7 @@ class Attention(nn.Module):
         bounds = cu_seqlens.tolist()
         return q
 """,
-            line=7,
+            line=6,
         ),
         Invalid(
             """
@@ -83,7 +83,7 @@ def attention(q, cu_seqlens):
     bounds = chunk_bounds(cu_seqlens, 64)   # the sync is hidden in the helper
     return q
 """,
-            line=9,
+            line=8,
         ),
     ]
 

@@ -55,7 +55,7 @@ class Router(nn.Module):
         rows = (x > 0).nonzero()
         return rows
 """,
-            line=7,
+            line=6,
         ),
         Invalid(
             """
@@ -67,7 +67,7 @@ class Router(nn.Module):
         (rows,) = th.where(x > 0)
         return rows
 """,
-            line=7,
+            line=6,
         ),
     ]
 

@@ -819,10 +819,10 @@ class FileAnalyzer:
             all_arguments.append(arguments.kwarg)
         self_name = positional[0].arg if kind in ("method", "classmethod") and positional else None
         defaults: dict[str, ast.expr | None] = {}
-        for argument, default in zip(
+        for argument, positional_default in zip(
             reversed(positional), reversed(arguments.defaults), strict=False
         ):
-            defaults[argument.arg] = default
+            defaults[argument.arg] = positional_default
         for argument, kw_default in zip(arguments.kwonlyargs, arguments.kw_defaults, strict=True):
             defaults[argument.arg] = kw_default
         env = {} if in_class or outer is self.module_scope else dict(outer.env)

@@ -37,7 +37,11 @@ class Valid:
 
 @dataclass(frozen=True)
 class Invalid:
-    """Code the rule must report, at ``line`` when given; ``fixed`` is the code after ``--fix``."""
+    """Code the rule must report, at ``line`` when given; ``fixed`` is the code after ``--fix``.
+
+    Examples are dedented with :func:`inspect.cleandoc` before linting, so
+    ``line`` counts from the first line of code.
+    """
 
     code: str
     line: int | None = None
