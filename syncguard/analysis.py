@@ -358,20 +358,34 @@ class FileAnalyzer:
                 return HOST
             if root == "torch":
                 return self._torch_call_value(node, rest)
-            return UNKNOWN
+            return self._derived_value(node)
         if isinstance(func, ast.Name):
             name = func.id
             if name in self.module_defs or name in self.scope.env:
-                return UNKNOWN
+                return self._derived_value(node)
             if name in _HOST_BUILTINS:
                 return HOST.with_tags(BOOL) if name == "bool" else HOST
             if name in _PASSTHROUGH_BUILTINS:
                 values = [self.value(arg) for arg in node.args]
                 return join(*values) if values else HOST
-            return UNKNOWN
+            return self._derived_value(node)
         if isinstance(func, ast.Attribute):
             return self._method_value(node, func)
         return UNKNOWN
+
+    def _derived_value(self, node: ast.Call) -> Value:
+        """A call to a function we cannot see into: its result lives where its data does.
+
+        Data means arguments that are not plain Python numbers; with none (a
+        factory-like call such as ``make_buffer(n)``) the placement is unknown.
+        """
+        data = [
+            self.value(argument)
+            for argument in [*node.args, *(keyword.value for keyword in node.keywords)]
+            if not isinstance(argument, ast.Constant)
+        ]
+        data = [value for value in data if SCALAR not in value.tags]
+        return join(*data) if data else UNKNOWN
 
     def _method_value(self, node: ast.Call, func: ast.Attribute) -> Value:
         method = func.attr
