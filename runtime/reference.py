@@ -91,10 +91,11 @@ def _count_upload(destination: torch.Tensor) -> None:
 class _StageSlot:
     """One persistent host buffer and the event that marks its last copy done."""
 
-    __slots__ = ("copy_done", "host")
+    __slots__ = ("copy_done", "host", "host_array")
 
     def __init__(self) -> None:
         self.host: torch.Tensor | None = None
+        self.host_array: np.ndarray | None = None  # a numpy view of ``host``
         self.copy_done: Any = None  # torch.cuda.Event once the slot fed a device copy
 
 
@@ -114,14 +115,20 @@ class PinnedStagePool:
         self._rings: dict[tuple[torch.dtype, bool], list[_StageSlot]] = {}
         self._cursors: dict[tuple[torch.dtype, bool], int] = {}
 
-    def upload(self, values: np.ndarray, destination: torch.Tensor) -> None:
-        """Copy the flat host ``values`` into the first elements of contiguous ``destination``."""
+    def upload(
+        self, destination: torch.Tensor, numel: int, fill: Callable[[np.ndarray], object]
+    ) -> None:
+        """Let ``fill`` write ``numel`` values into a stage, then copy them to ``destination``.
+
+        ``destination`` is contiguous; its first ``numel`` elements (flattened) are written.
+        """
         pinned = destination.device.type == "cuda"
-        slot = self._next_slot(destination.dtype, pinned, values.size)
-        assert slot.host is not None
-        staged = slot.host[: values.size]
-        np.copyto(staged.numpy(), values.reshape(-1), casting="same_kind")
-        destination.view(-1)[: values.size].copy_(staged, non_blocking=True)
+        slot = self._next_slot(destination.dtype, pinned, numel)
+        assert slot.host is not None and slot.host_array is not None
+        fill(slot.host_array[:numel])
+        flat = destination if destination.dim() == 1 else destination.view(-1)
+        target = flat if flat.numel() == numel else flat[:numel]
+        target.copy_(slot.host if slot.host.numel() == numel else slot.host[:numel], True)
         _count_upload(destination)
         if pinned:
             if slot.copy_done is None:
@@ -140,6 +147,7 @@ class PinnedStagePool:
         if slot.host is None or slot.host.numel() < numel:
             capacity = max(_MIN_STAGE_ELEMENTS, 1 << max(numel - 1, 0).bit_length())
             slot.host = torch.empty(capacity, dtype=dtype, pin_memory=pinned)
+            slot.host_array = slot.host.numpy()
             counters.stage_allocations += 1
             if pinned:
                 counters.pinned_allocations += 1
@@ -171,8 +179,8 @@ def _check_offsets_shape(offsets: torch.Tensor, name: str) -> None:
         raise ValueError(f"{name} must hold at least the leading 0, got an empty tensor")
 
 
-def _host_offsets(offsets: Any, name: str) -> np.ndarray:
-    """Validate cumulative offsets held on the host and return them as int64 numpy."""
+def _host_offsets(offsets: Any, name: str) -> tuple[np.ndarray, np.ndarray]:
+    """Validate cumulative offsets held on the host: (offsets, lengths) as numpy arrays."""
     if isinstance(offsets, torch.Tensor):
         if offsets.device.type != "cpu":
             raise ValueError(
@@ -189,17 +197,18 @@ def _host_offsets(offsets: Any, name: str) -> np.ndarray:
             raise ValueError(f"{name} must be 1-D, got shape {array.shape}")
         if array.size == 0:
             raise ValueError(f"{name} must hold at least the leading 0, got an empty array")
-    array = array.astype(np.int64, copy=False)
+    if array.dtype.kind == "u":  # differences of unsigned values wrap around
+        array = array.astype(np.int64)
     if array[0] != 0:
         raise ValueError(f"{name} must start at 0, got {int(array[0])}")
-    steps = np.diff(array)
-    if steps.size and steps.min() < 0:
-        at = int(np.argmax(steps < 0))
+    lengths = array[1:] - array[:-1]
+    if lengths.size and lengths.min() < 0:
+        at = int(np.argmax(lengths < 0))
         raise ValueError(
             f"{name} must be non-decreasing; it drops from {int(array[at])} to "
             f"{int(array[at + 1])} at index {at + 1}"
         )
-    return array
+    return array, lengths
 
 
 def _check_positive_int(value: Any, name: str) -> int:
@@ -239,11 +248,10 @@ def _check_buffer(
 # ---------------------------------------------------------------------------------------
 
 
-def _mapping_on_host(starts: np.ndarray, num_tokens: int) -> np.ndarray:
-    mapping = np.zeros(num_tokens, dtype=np.int32)
-    num_reqs = starts.size - 1
-    mapping[: starts[-1]] = np.repeat(np.arange(num_reqs, dtype=np.int32), np.diff(starts))
-    return mapping
+def _write_mapping(lengths: np.ndarray, num_actual_tokens: int, out: np.ndarray) -> None:
+    """Write the request index of each token into ``out``, then zeros (padding)."""
+    out[:num_actual_tokens] = np.repeat(np.arange(lengths.size, dtype=out.dtype), lengths)
+    out[num_actual_tokens:] = 0
 
 
 def _check_num_tokens(num_tokens: Any, actual: int) -> int:
@@ -270,18 +278,18 @@ class StepMetadata:
         query_start_loc: torch.Tensor | None = None,
         num_tokens: int | None = None,
     ) -> None:
-        self._starts = _host_offsets(query_start_loc_cpu, "query_start_loc_cpu")
+        starts, self._lengths = _host_offsets(query_start_loc_cpu, "query_start_loc_cpu")
         if query_start_loc is not None:
             _check_offsets_shape(query_start_loc, "query_start_loc")
-            if query_start_loc.numel() != self._starts.size:
+            if query_start_loc.numel() != starts.size:
                 raise ValueError(
                     f"query_start_loc has {query_start_loc.numel()} entries but "
-                    f"query_start_loc_cpu has {self._starts.size}"
+                    f"query_start_loc_cpu has {starts.size}"
                 )
         self.query_start_loc_cpu = query_start_loc_cpu
         self.query_start_loc = query_start_loc
-        self.num_reqs = self._starts.size - 1
-        self.num_actual_tokens = int(self._starts[-1])
+        self.num_reqs = starts.size - 1
+        self.num_actual_tokens = int(starts[-1])
         self.num_tokens = _check_num_tokens(num_tokens, self.num_actual_tokens)
         self.builds = 0
         self._token_to_req: torch.Tensor | None = None
@@ -311,7 +319,8 @@ class StepMetadata:
             f"a 1-D tensor of at least num_tokens={self.num_tokens} elements",
             device,
         )
-        stage_pool.upload(_mapping_on_host(self._starts, self.num_tokens), buffer)
+        lengths, actual = self._lengths, self.num_actual_tokens
+        stage_pool.upload(buffer, self.num_tokens, lambda out: _write_mapping(lengths, actual, out))
         self.builds += 1
         self._token_to_req = buffer[: self.num_tokens]
         return self._token_to_req
@@ -334,7 +343,7 @@ def naive_token_to_req_indices(
     query_start_loc_cpu: Any, buffer: torch.Tensor, num_tokens: int | None = None
 ) -> torch.Tensor:
     """The per-consumer rebuild this module replaces: numpy repeat, fresh pinned tensor, copy."""
-    starts = _host_offsets(query_start_loc_cpu, "query_start_loc_cpu")
+    starts, lengths = _host_offsets(query_start_loc_cpu, "query_start_loc_cpu")
     actual = int(starts[-1])
     padded = _check_num_tokens(num_tokens, actual)
     _check_buffer(
@@ -345,7 +354,7 @@ def naive_token_to_req_indices(
         f"a 1-D tensor of at least num_tokens={padded} elements",
         None,
     )
-    mapping = np.repeat(np.arange(starts.size - 1, dtype=np.int32), np.diff(starts))
+    mapping = np.repeat(np.arange(lengths.size, dtype=np.int32), lengths)
     host = torch.from_numpy(mapping)
     if buffer.device.type == "cuda":
         host = host.pin_memory()
@@ -369,14 +378,14 @@ def max_chunks_bound(num_tokens: int, num_seqs: int, chunk_size: int = CHUNK_SIZ
     return min(num_tokens, (num_tokens + num_seqs * (chunk_size - 1)) // chunk_size)
 
 
-def _chunk_counts(offsets: np.ndarray, chunk_size: int) -> np.ndarray:
-    return -(-np.diff(offsets) // chunk_size)
+def _chunk_counts(lengths: np.ndarray, chunk_size: int) -> np.ndarray:
+    return -(-lengths.astype(np.int64) // chunk_size)
 
 
 def _chunk_layout(cu_seqlens: Any, chunk_size: int) -> tuple[np.ndarray, np.ndarray]:
     """(indices [num_chunks, 2], offsets [num_seqs + 1]) as int64 numpy, from host offsets."""
     chunk_size = _check_positive_int(chunk_size, "chunk_size")
-    counts = _chunk_counts(_host_offsets(cu_seqlens, "cu_seqlens"), chunk_size)
+    counts = _chunk_counts(_host_offsets(cu_seqlens, "cu_seqlens")[1], chunk_size)
     offsets = np.zeros(counts.size + 1, dtype=np.int64)
     np.cumsum(counts, out=offsets[1:])
     sequence = np.repeat(np.arange(counts.size, dtype=np.int64), counts)
@@ -398,6 +407,16 @@ def prepare_chunk_offsets(cu_seqlens: Any, chunk_size: int = CHUNK_SIZE) -> torc
     """Cumulative chunk counts, ``[num_seqs + 1]``, on the host."""
     _, offsets = _chunk_layout(cu_seqlens, chunk_size)
     return torch.from_numpy(offsets)
+
+
+def _padded_writer(values: np.ndarray, padding: int) -> Callable[[np.ndarray], None]:
+    flat = values.reshape(-1)
+
+    def fill(out: np.ndarray) -> None:
+        out[: flat.size] = flat
+        out[flat.size :] = padding
+
+    return fill
 
 
 def write_chunk_metadata(
@@ -430,12 +449,10 @@ def write_chunk_metadata(
         f"a 1-D tensor of at least {offsets.size} elements",
         indices_buffer.device,
     )
-    padded_indices = np.full(indices_buffer.shape, -1, dtype=np.int64)
-    padded_indices[: len(indices)] = indices
-    padded_offsets = np.full(offsets_buffer.numel(), offsets[-1], dtype=np.int64)
-    padded_offsets[: offsets.size] = offsets
-    stage_pool.upload(padded_indices, indices_buffer)
-    stage_pool.upload(padded_offsets, offsets_buffer)
+    stage_pool.upload(indices_buffer, indices_buffer.numel(), _padded_writer(indices, -1))
+    stage_pool.upload(
+        offsets_buffer, offsets_buffer.numel(), _padded_writer(offsets, int(offsets[-1]))
+    )
     return len(indices)
 
 
@@ -456,7 +473,8 @@ def prepare_chunk_indices_device(
     max_chunks = _check_count(max_chunks, "max_chunks")
     on_host = cu_seqlens.device.type == "cpu"
     if on_host:
-        total = int(_chunk_counts(_host_offsets(cu_seqlens, "cu_seqlens"), chunk_size).sum())
+        host_lengths = _host_offsets(cu_seqlens, "cu_seqlens")[1]
+        total = int(_chunk_counts(host_lengths, chunk_size).sum())
         if total > max_chunks:
             raise ValueError(f"max_chunks={max_chunks} is too small: the batch has {total} chunks")
     bounds = cu_seqlens.to(CHUNK_INDEX_DTYPE)
@@ -484,10 +502,10 @@ def naive_prepare_chunk_indices(
     """
     _check_offsets_shape(cu_seqlens, "cu_seqlens")
     chunk_size = _check_positive_int(chunk_size, "chunk_size")
-    starts = _host_offsets(np.asarray(cu_seqlens.tolist(), dtype=np.int64), "cu_seqlens")
+    lengths = _host_offsets(np.asarray(cu_seqlens.tolist(), dtype=np.int64), "cu_seqlens")[1]
     rows = [
         torch.stack([torch.full((count,), sequence), torch.arange(count)], 1)
-        for sequence, count in enumerate(_chunk_counts(starts, chunk_size).tolist())
+        for sequence, count in enumerate(_chunk_counts(lengths, chunk_size).tolist())
     ]
     indices = torch.cat(rows) if rows else torch.empty(0, 2, dtype=CHUNK_INDEX_DTYPE)
     _count_upload(cu_seqlens)
@@ -533,7 +551,7 @@ def chunked_linear_attention(
         )
     num_tokens, num_seqs = q.shape[0], cu_seqlens.numel() - 1
     if cu_seqlens.device.type == "cpu":
-        total = int(_host_offsets(cu_seqlens, "cu_seqlens")[-1])
+        total = int(_host_offsets(cu_seqlens, "cu_seqlens")[0][-1])
         if total > num_tokens:
             raise ValueError(f"cu_seqlens ends at {total} but q holds only {num_tokens} tokens")
     if chunk_indices is None or chunk_offsets is None:

@@ -239,6 +239,7 @@ BAD_CU_SEQLENS = [
     (torch.tensor([[0, 4]]), r"cu_seqlens must be 1-D, got shape \(1, 2\)"),
     (torch.tensor([2, 4]), "cu_seqlens must start at 0, got 2"),
     (torch.tensor([0, 8, 4]), "cu_seqlens must be non-decreasing; it drops from 8 to 4"),
+    (np.array([0, 8, 4], dtype=np.uint8), "non-decreasing; it drops from 8 to 4 at index 2"),
     (torch.tensor([0.0, 4.0]), "cu_seqlens must have an integer dtype, got torch.float32"),
     (np.array([0.0, 4.0]), "cu_seqlens must have an integer dtype, got float64"),
     (torch.tensor([False, True]), "integer dtype, got torch.bool"),
@@ -344,6 +345,31 @@ def test_bench_exits_with_code_2_without_cuda(capsys: pytest.CaptureFixture[str]
 
     assert bench.main([]) == 2
     assert "needs a CUDA GPU" in capsys.readouterr().err
+
+
+def test_bench_targets_report_the_measured_figures() -> None:
+    from syncguard.runtime.bench import ScenarioResult, VariantResult, evaluate_targets
+
+    def scenario(name: str, family: str, naive_us: float, fixed_stall: float) -> ScenarioResult:
+        result = ScenarioResult(name, family, "")
+        result.variants = {
+            "naive": VariantResult(host_us=naive_us, stall_ms=30.0, syncs_per_step=3),
+            "fixed": VariantResult(host_us=20.0, stall_ms=fixed_stall),
+            "device": VariantResult(host_us=25.0, stall_ms=0.2),
+        }
+        return result
+
+    met = evaluate_targets(
+        [scenario("decode_bs32", "mapping", 110.0, 0.1), scenario("c", "chunks", 300, 0.3)], 30.0
+    )
+    missed = evaluate_targets(
+        [scenario("decode_bs32", "mapping", 90.0, 0.1), scenario("c", "chunks", 300, 29.0)], 30.0
+    )
+
+    assert [t["met"] for t in met] == [True, True, True]
+    assert [t["met"] for t in missed] == [False, False, True]
+    assert missed[0]["measured"] == "4.50x"
+    assert "29.00 ms with 30 ms queued" in missed[1]["measured"]
 
 
 # ----- CUDA: graph capture and replay with new inputs ----------------------------------------
