@@ -839,7 +839,11 @@ class FileAnalyzer:
             defaults[argument.arg] = positional_default
         for argument, kw_default in zip(arguments.kwonlyargs, arguments.kw_defaults, strict=True):
             defaults[argument.arg] = kw_default
-        env = {} if in_class or outer is self.module_scope else dict(outer.env)
+        env: dict[str, Value] = {}
+        if not in_class and outer is not self.module_scope:
+            # Closure: the enclosing function's parameters are not this function's.
+            for name, value in outer.env.items():
+                env[name] = UNKNOWN if value.place is Place.PARAM else value
         for argument in all_arguments:
             name = argument.arg
             default = defaults.get(name)

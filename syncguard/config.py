@@ -15,6 +15,16 @@ else:  # pragma: no cover - exercised on Python 3.10 only
     import tomli as tomllib
 
 SCOPES = ("hot", "all")
+# Per-step functions of common inference engines, hot out of the box; the
+# ``hot-functions`` setting adds to these and ``cold-functions`` can remove them.
+DEFAULT_HOT_FUNCTIONS = (
+    "*MetadataBuilder.build",
+    "*MetadataBuilder.build_for_cudagraph_capture",
+    "*AttnBackend.init_forward_metadata",
+    "*Backend.init_forward_metadata",
+    "*ModelRunner.execute_model",
+    "*ModelRunner._prepare_inputs",
+)
 _CODE_SELECTOR = re.compile(r"^SG[0-9]{0,3}$")
 
 
@@ -30,7 +40,7 @@ class Settings:
     ignore: tuple[str, ...] = ()
     per_file_ignores: tuple[tuple[str, tuple[str, ...]], ...] = ()
     exclude: tuple[str, ...] = ()
-    hot_functions: tuple[str, ...] = ()
+    hot_functions: tuple[str, ...] = DEFAULT_HOT_FUNCTIONS
     cold_functions: tuple[str, ...] = ()
     compiled_functions: tuple[str, ...] = ()
     scope: str = "hot"
@@ -133,6 +143,8 @@ def load(path: Path | None) -> Settings:
             raise ConfigError(f"{where}: unknown key `{key}` in [tool.syncguard] (known: {known})")
         attribute, convert = _KEYS[key]
         values[attribute] = convert(key, value, where)
+    if "hot_functions" in values:
+        values["hot_functions"] = (*DEFAULT_HOT_FUNCTIONS, *values["hot_functions"])
     return Settings(**values)
 
 

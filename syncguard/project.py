@@ -443,7 +443,7 @@ class Project:
                 )  # fmt: skip
             for index, call in enumerate(function.calls):
                 target = self.targets.get((fid, index))
-                if target is None or target not in summary:
+                if target is None or target not in summary or self._is_cold(target):
                     continue
                 target_hot = hot.get(target)
                 if target_hot is not None and target_hot.is_root:
@@ -475,7 +475,7 @@ class Project:
                         results.append(
                             self._finding(
                                 sync, fid[0], call.span, call.statement, severity, reason,
-                                (*via, step, *chain.steps[1:]), call.in_loop, graph_break,
+                                (*via, step, *chain.steps), call.in_loop, graph_break,
                                 None, ((chain.site_path, *sync.statement),), suggestion,
                                 message,
                             )
