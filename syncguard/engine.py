@@ -56,7 +56,9 @@ def decode(data: bytes) -> str:
     try:
         encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
     except SyntaxError as error:
-        raise _Unreadable(FileError(1, 1, f"bad encoding declaration: {error}")) from None
+        if b"coding" in b"\n".join(data.splitlines()[:2]):
+            raise _Unreadable(FileError(1, 1, f"bad encoding declaration: {error}")) from None
+        encoding = "utf-8"  # undecodable bytes: the decode below says where
     try:
         return data.decode(encoding)
     except (UnicodeDecodeError, LookupError) as error:
@@ -134,7 +136,8 @@ class _Suppressions:
                         source = decode(handle.read())
                 except (OSError, _Unreadable):
                     source = ""
-            relevant = "noqa" in source or "syncguard" in source
+            lowered = source.lower()
+            relevant = "noqa" in lowered or "syncguard" in lowered
             found = self.comments[path] = comment_lines(source) if relevant else {}
         return found
 

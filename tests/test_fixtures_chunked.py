@@ -27,7 +27,8 @@ def test_before_reports_each_sync_with_code_line_and_chain() -> None:
     hidden = next(f for f in findings if f["code"] == "SG102")
     assert hidden["hot"] == "autograd.Function.forward"
     assert hidden["chain"] == [
-        f"{BEFORE}/engine/kernels/chunk.py:21 engine.kernels.chunk.ChunkGatedDeltaRuleFunction.forward",
+        f"{BEFORE}/engine/kernels/chunk.py:21 "
+        "engine.kernels.chunk.ChunkGatedDeltaRuleFunction.forward",
         f"{BEFORE}/engine/kernels/chunk.py:11 engine.kernels.chunk.chunk_gated_delta_rule_fwd",
         f"{BEFORE}/engine/kernels/index.py:14 engine.kernels.index.prepare_chunk_indices",
     ]

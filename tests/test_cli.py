@@ -1,0 +1,182 @@
+"""The command line: exit codes, config, output formats, bad input."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from conftest import REPO, run_cli
+
+HOT_ITEM = "import torch\n\n@torch.compile\ndef step(x):\n    return x.item()\n"
+HOT_TOLIST = "import torch\n\n@torch.compile\ndef step(x):\n    return x.tolist()\n"
+CLEAN = "def f(x):\n    return x + 1\n"
+
+
+@pytest.fixture
+def tree(tmp_path: Path) -> Path:
+    (tmp_path / "a.py").write_text(HOT_ITEM)
+    (tmp_path / "b.py").write_text(HOT_TOLIST)
+    (tmp_path / "clean.py").write_text(CLEAN)
+    return tmp_path
+
+
+def test_exit_codes(tree: Path) -> None:
+    assert run_cli("check", "clean.py", cwd=tree).returncode == 0
+    assert run_cli("check", ".", cwd=tree).returncode == 1
+    assert run_cli("check", ".", "--exit-zero", cwd=tree).returncode == 0
+    usage = run_cli("check", "--output-format", "xml", cwd=tree)
+    assert usage.returncode == 2 and "invalid choice" in usage.stderr
+
+
+def test_json_contract_is_sorted_relative_and_stable(tree: Path) -> None:
+    first = run_cli("check", ".", "--output-format", "json", cwd=tree)
+    second = run_cli("check", "b.py", "a.py", "--output-format", "json", cwd=tree)
+    findings = json.loads(first.stdout)
+    assert json.loads(second.stdout) == findings
+    assert [(f["path"], f["line"]) for f in findings] == [("a.py", 5), ("b.py", 5)]
+    keys = {"code", "name", "message", "path", "line", "column", "end_line", "end_column",
+            "severity", "hot", "chain", "fix", "suggestion"}  # fmt: skip
+    for finding in findings:
+        assert keys <= set(finding)
+        assert finding["severity"] == "error" and finding["hot"] == "torch.compile"
+        assert finding["column"] == 12 and finding["end_line"] == 5
+        assert finding["chain"] == [f"{finding['path']}:5 {finding['path'][0]}.step"]
+        assert finding["suggestion"]
+    assert findings[0]["name"] == "item-sync"
+
+
+def test_select_ignore_and_prefixes(tree: Path) -> None:
+    def codes(*args: str) -> list[str]:
+        out = run_cli("check", ".", "--output-format", "json", *args, cwd=tree).stdout
+        return [f["code"] for f in json.loads(out)]
+
+    assert codes("--select", "SG101") == ["SG101"]
+    assert codes("--select", "SG1", "--ignore", "SG102") == ["SG101"]
+    assert codes("--ignore", "SG1") == []
+    bad = run_cli("check", ".", "--select", "SG9", cwd=tree)
+    assert bad.returncode == 2 and "SG9" in bad.stderr
+    bad = run_cli("check", ".", "--select", "E501", cwd=tree)
+    assert bad.returncode == 2 and "E501" in bad.stderr
+
+
+def test_config_file_settings(tree: Path) -> None:
+    (tree / "pyproject.toml").write_text(
+        "[tool.syncguard]\n"
+        'ignore = ["SG102"]\n'
+        'per-file-ignores = { "a.py" = ["SG101"] }\n'
+        'exclude = ["skipped"]\n'
+        'hot-functions = ["c.Runner.step"]\n'
+    )
+    (tree / "skipped").mkdir()
+    (tree / "skipped" / "x.py").write_text(HOT_ITEM)
+    (tree / "c.py").write_text("class Runner:\n    def step(self, x):\n        return x.item()\n")
+    out = run_cli("check", ".", "--output-format", "json", cwd=tree)
+    assert [(f["path"], f["code"], f["hot"]) for f in json.loads(out.stdout)] == [
+        ("c.py", "SG101", "hot-functions: c.Runner.step")
+    ]
+
+
+@pytest.mark.parametrize(
+    ("body", "needle"),
+    [
+        ('colour = "red"\n', "unknown key `colour`"),
+        ('select = "SG1x"\n', "`select`"),
+        ("hot-functions = 3\n", "`hot-functions`"),
+        ('scope = "everywhere"\n', "`scope`"),
+        ("select = [\n", "invalid TOML"),
+    ],
+)
+def test_bad_config_exits_2_naming_key_and_file(tree: Path, body: str, needle: str) -> None:
+    (tree / "pyproject.toml").write_text("[tool.syncguard]\n" + body)
+    result = run_cli("check", ".", cwd=tree)
+    assert result.returncode == 2
+    assert needle in result.stderr and "pyproject.toml" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_explicit_config_path(tree: Path) -> None:
+    config = tree / "lint.toml"
+    config.write_text('[tool.syncguard]\nselect = ["SG102"]\n')
+    out = run_cli("check", ".", "--config", str(config), "--output-format", "json", cwd=tree)
+    assert [f["code"] for f in json.loads(out.stdout)] == ["SG102"]
+    missing = run_cli("check", ".", "--config", "nope.toml", cwd=tree)
+    assert missing.returncode == 2 and "nope.toml" in missing.stderr
+
+
+def test_bad_input_is_located_and_does_not_stop_other_files(tree: Path) -> None:
+    (tree / "broken.py").write_text("def f(:\n    pass\n")
+    (tree / "latin.py").write_bytes(b"x = '\xff\xfe'\n")
+    (tree / "binary.py").write_bytes(b"\x00\x01\x02")
+    result = run_cli("check", ".", "missing_dir", "--output-format", "json", cwd=tree)
+    assert result.returncode == 2
+    assert "Traceback" not in result.stderr
+    assert "broken.py:1:7: syntax error" in result.stderr
+    assert "latin.py:1:6: cannot decode" in result.stderr
+    assert "binary.py:1:1: not a text file" in result.stderr
+    assert "missing_dir:1:1: no such file or directory" in result.stderr
+    assert [f["path"] for f in json.loads(result.stdout)] == ["a.py", "b.py"]
+
+
+def test_full_output_has_code_frame_caret_and_help(tree: Path) -> None:
+    out = run_cli("check", "a.py", "--output-format", "full", cwd=tree).stdout
+    assert "a.py:5:12: SG101 [error]" in out
+    assert "5 |     return x.item()" in out
+    assert "|            ^^^^^^^^ SG101" in out
+    assert "= hot: torch.compile" in out and "= help:" in out
+    assert "Found 1 sync" in out
+
+
+def test_concise_github_sarif_and_statistics(tree: Path) -> None:
+    concise = run_cli("check", ".", "--output-format", "concise", cwd=tree).stdout
+    assert "a.py:5:12: SG101 " in concise and "[torch.compile]" in concise
+    github = run_cli("check", ".", "--output-format", "github", cwd=tree).stdout
+    assert github.startswith("::error file=a.py,line=5,col=12,endLine=5,endColumn=20,")
+    sarif = json.loads(run_cli("check", ".", "--output-format", "sarif", cwd=tree).stdout)
+    assert sarif["version"] == "2.1.0"
+    results = sarif["runs"][0]["results"]
+    assert [r["ruleId"] for r in results] == ["SG101", "SG102"]
+    rule_ids = [rule["id"] for rule in sarif["runs"][0]["tool"]["driver"]["rules"]]
+    assert "SG101" in rule_ids
+    stats = run_cli("check", ".", "--statistics", "--output-format", "concise", cwd=tree).stdout
+    assert "1  SG101" in stats and "1  SG102" in stats
+
+
+def test_rule_command_and_version() -> None:
+    text = run_cli("rule", "SG101").stdout
+    assert "SG101 item-sync" in text and "Why it syncs" in text and "How to fix" in text
+    listing = run_cli("rule", "--all").stdout
+    assert "SG102" in listing and "tolist-sync" in listing
+    as_json = json.loads(run_cli("rule", "--all", "--output-format", "json").stdout)
+    assert {"code", "name", "family", "fix"} <= set(as_json[0])
+    unknown = run_cli("rule", "SG999")
+    assert unknown.returncode == 2 and "SG999" in unknown.stderr
+    assert run_cli("--version").stdout.startswith("syncguard ")
+
+
+def test_installed_console_script_runs_in_a_subprocess() -> None:
+    executable = shutil.which("syncguard")
+    assert executable is not None, "the console script is not installed"
+    result = subprocess.run(
+        [executable, "check", "fixtures/chunked/before", "--output-format", "json"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == 1
+    assert {f["code"] for f in json.loads(result.stdout)} >= {"SG101", "SG102"}
+
+
+def test_linter_never_imports_torch(tree: Path) -> None:
+    probe = (
+        "import sys, syncguard.cli as c; c.main(['check', '.', '--exit-zero']); "
+        "assert 'torch' not in sys.modules and 'libcst' not in sys.modules"
+    )
+    result = subprocess.run(
+        [shutil.which("python") or "python", "-c", probe], cwd=tree, capture_output=True, text=True
+    )
+    assert result.returncode == 0, result.stderr

@@ -1,0 +1,98 @@
+"""noqa / syncguard: ignore comments, file-level ignores."""
+
+from __future__ import annotations
+
+import pytest
+
+from syncguard.suppression import parse_line
+from syncguard.testing import lint_snippet
+
+TEMPLATE = """
+import torch
+
+@torch.compile
+def step(x):
+    {line}
+"""
+
+
+def reported(line: str) -> bool:
+    return bool(lint_snippet(TEMPLATE.format(line=line)).findings)
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "return x.item()  # noqa: SG101",
+        "return x.item()  # noqa: SG1",
+        "return x.item()  # noqa",
+        "return x.item()  # NOQA:SG101,SG102",
+        "return x.item()  # syncguard: ignore[SG101]",
+        "return x.item()  # syncguard: ignore[SG101] -- read once per step, after the sampler",
+        "return x.item()  # syncguard: ignore",
+    ],
+)
+def test_suppressed(line: str) -> None:
+    assert not reported(line)
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "return x.item()",
+        "return x.item()  # noqa: SG102",
+        "return x.item()  # noqa: E501",
+        "return x.item()  # syncguard: ignore[SG2]",
+        "return x.item(), '# noqa'",  # inside a string: not a comment
+    ],
+)
+def test_not_suppressed(line: str) -> None:
+    assert reported(line)
+
+
+def test_multiline_statement_first_or_last_line() -> None:
+    first = """
+        import torch
+
+        @torch.compile
+        def step(x):
+            return max(  # noqa: SG101
+                1,
+                x.item(),
+            )
+        """
+    last = first.replace("max(  # noqa: SG101", "max(").replace(
+        "            )", "            )  # noqa"
+    )
+    middle_only = first.replace("max(  # noqa: SG101", "max(")
+    assert lint_snippet(first).findings == []
+    assert lint_snippet(last).findings == []
+    assert len(lint_snippet(middle_only).findings) == 1
+
+
+def test_ignore_file() -> None:
+    source = "# syncguard: ignore-file\n" + TEMPLATE.format(line="return x.item()")
+    assert lint_snippet(source).findings == []
+
+
+def test_suppression_at_the_sync_line_covers_hidden_reports() -> None:
+    source = """
+        import torch
+
+        def helper(cu):
+            return cu.tolist()  # syncguard: ignore[SG102] -- tiny, once per step
+
+        @torch.compile
+        def step(cu):
+            return helper(cu)
+        """
+    assert lint_snippet(source).findings == []
+
+
+def test_parse_line() -> None:
+    assert parse_line("x = 1") is None
+    assert parse_line("x  # noqa").covers("SG999")  # type: ignore[union-attr]
+    suppression = parse_line("x  # syncguard: ignore[SG101, SG2] -- because")
+    assert suppression is not None
+    assert suppression.covers("SG101") and suppression.covers("SG201")
+    assert not suppression.covers("SG102")
