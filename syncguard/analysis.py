@@ -31,6 +31,7 @@ from syncguard.values import (
     DEVICE,
     HOST,
     INDEX,
+    PAGEABLE,
     PINNED,
     PYSEQ,
     SCALAR,
@@ -83,6 +84,16 @@ _BOOL_METHODS = frozenset(
      "logical_or", "logical_not", "logical_xor", "isneginf", "isposinf", "isreal", "signbit"}
 )  # fmt: skip
 _INDEX_METHODS = frozenset({"long", "int", "argmax", "argmin", "argsort"})
+# Tensor methods returning a view or same-kind tensor of the receiver: its tags carry over.
+_VIEW_METHODS = frozenset(
+    {"view", "reshape", "flatten", "narrow", "select", "squeeze", "unsqueeze", "permute",
+     "transpose", "t", "expand", "expand_as", "view_as", "unflatten", "detach", "contiguous",
+     "clone", "__getitem__"}
+)  # fmt: skip
+_BOOL_DTYPES = frozenset({"torch.bool"})
+_INDEX_DTYPES = frozenset({"torch.long", "torch.int64", "torch.int", "torch.int32"})
+# Factories whose default dtype is an integer type (an index tensor unless told otherwise).
+_INDEX_FACTORIES = frozenset({"arange", "randint", "randperm", "tril_indices", "triu_indices"})
 # torch functions that create tensors: device from ``device=`` (host by default).
 _FACTORIES = frozenset(
     {"zeros", "ones", "empty", "full", "arange", "tensor", "as_tensor", "asarray", "randn",
@@ -98,7 +109,38 @@ _DTYPE_WORDS = ("dtype", "float", "half", "int", "long", "bool", "bfloat16", "do
 
 def is_host_name(name: str) -> bool:
     """True for names that say their value lives on the host (``x_cpu``, ``cpu_x``...)."""
-    return name.endswith(_HOST_SUFFIXES) or name.startswith(_HOST_PREFIXES)
+    return name.endswith(_HOST_SUFFIXES) or name.startswith(_HOST_PREFIXES) or is_pinned_name(name)
+
+
+def is_pinned_name(name: str) -> bool:
+    """True for names that say they hold page-locked host memory (``pinned``, ``x_pinned``)."""
+    return "pinned" in name.lower().split("_")
+
+
+def is_mask_name(name: str) -> bool:
+    """True for names that say they hold a boolean mask (``mask``, ``keep_mask``, ``masks``)."""
+    return any(word in ("mask", "masks") for word in name.lower().split("_"))
+
+
+def _named_tags(name: str) -> frozenset[str]:
+    """Tags a name promises by itself: a mask is boolean, a pinned buffer is a pinned tensor."""
+    if is_pinned_name(name):
+        return frozenset((PINNED, TENSOR))
+    if is_mask_name(name):
+        return frozenset((BOOL,))
+    return frozenset()
+
+
+def _as_named(name: str, value: Value) -> Value:
+    """``value`` bound to ``name``: a host name keeps host data, and an untagged value gets
+    the tags the name promises (a ``mask`` is boolean, a ``pinned`` buffer page-locked)."""
+    if is_host_name(name) and value.place is not Place.DEVICE:
+        value = Value(Place.HOST, frozenset(), value.tags)
+    if not value.tags:
+        tags = _named_tags(name)
+        if tags:
+            value = value.with_tags(*tags)
+    return value
 
 
 def _is_host_annotation(annotation: ast.expr | None) -> bool:
@@ -211,6 +253,15 @@ class FileAnalyzer:
     def source(self, node: ast.AST) -> str:
         return ast.unparse(node)
 
+    def text(self, node: ast.AST) -> str:
+        span = self.span(node)
+        if span.line == span.end_line:
+            return self.lines[span.line - 1][span.column - 1 : span.end_column - 1]
+        first = self.lines[span.line - 1][span.column - 1 :]
+        middle = self.lines[span.line : span.end_line - 1]
+        last = self.lines[span.end_line - 1][: span.end_column - 1]
+        return "\n".join([first, *middle, last])
+
     def qualified_name(self, node: ast.expr) -> str | None:
         if isinstance(node, ast.Name):
             return self.scope.imports.get(node.id) or self.imports.get(node.id)
@@ -320,7 +371,7 @@ class FileAnalyzer:
         if found is not None:
             return found
         if is_host_name(name):
-            return HOST
+            return _as_named(name, HOST)
         if name in self.imports or name in self.scope.imports or name in self.module_defs:
             return HOST  # a module, class or function object, not a tensor
         module_value = self.module_scope.env.get(name)
@@ -334,20 +385,24 @@ class FileAnalyzer:
         attr = node.attr
         if attr in _HOST_ATTRIBUTES:
             return HOST
-        if is_host_name(attr):
-            return HOST
-        if self.qualified_name(node) is not None:
-            return HOST  # torch.float32, np.pi, module.CONSTANT
         base = node.value
         if isinstance(base, ast.Name) and base.id == self.scope.self_name:
             key = f"{base.id}.{attr}"
             if key in self.scope.env:
                 return self.scope.env[key]
-            return self.scope.attribute_values.get(attr, UNKNOWN)
+            known = self.scope.attribute_values.get(attr)
+            if known is not None:
+                return known
+        if is_host_name(attr):
+            return _as_named(attr, HOST)
+        if self.qualified_name(node) is not None:
+            return HOST  # torch.float32, np.pi, module.CONSTANT
+        if isinstance(base, ast.Name) and base.id == self.scope.self_name:
+            return _as_named(attr, UNKNOWN)
         base_value = self.value(base)
         if attr in ("T", "mT", "H", "data", "real", "imag"):
             return base_value
-        return Value(base_value.place, base_value.params)
+        return _as_named(attr, Value(base_value.place, base_value.params))
 
     def _call_value(self, node: ast.Call) -> Value:
         func = node.func
@@ -398,8 +453,10 @@ class FileAnalyzer:
             return DEVICE.with_tags(TENSOR)
         if method == "to":
             return self._to_value(node, receiver)
-        if method in _BOOL_METHODS:
+        if method in _BOOL_METHODS or method in ("any", "all"):
             return Value(receiver.place, receiver.params, frozenset((BOOL,)))
+        if method in _VIEW_METHODS:
+            return Value(receiver.place, receiver.params, receiver.tags - {PYSEQ})
         if method in _INDEX_METHODS:
             return Value(receiver.place, receiver.params, frozenset((INDEX,)))
         if method in ("new_tensor", "new_zeros", "new_ones", "new_empty", "new_full"):
@@ -412,12 +469,13 @@ class FileAnalyzer:
         if target is None and node.args:
             target = node.args[0]
         if target is None:
-            return receiver
+            dtype = self._keyword(node, "dtype")
+            return self._with_dtype(receiver, dtype) if dtype is not None else receiver
         if isinstance(target, ast.Constant) and isinstance(target.value, str):
             return self._device_value(target)
         qualified = self.qualified_name(target)
         if qualified is not None and qualified.startswith("torch.") and qualified != "torch.device":
-            return receiver  # a dtype such as torch.float32
+            return self._with_dtype(receiver, target)  # a dtype such as torch.float32
         if isinstance(target, ast.Call) and self.qualified_name(target.func) == "torch.device":
             return self._device_value(target)
         text = self.source(target).lower()
@@ -458,8 +516,20 @@ class FileAnalyzer:
             else:
                 value = UNKNOWN if self.scope.default_device else HOST
             tags = {TENSOR}
-            if self._keyword_is_true(node, "pin_memory"):
+            pin_memory = self._keyword(node, "pin_memory")
+            if pin_memory is not None and not (
+                isinstance(pin_memory, ast.Constant) and not pin_memory.value
+            ):
+                # pin_memory=True, or a flag such as pin_memory=is_pin_memory_available():
+                # the author asks for pinned memory wherever the platform has it.
                 tags.add(PINNED)
+            elif value.on_host and function not in _LIKE_FACTORIES:
+                tags.add(PAGEABLE)
+            dtype = self._keyword(node, "dtype")
+            if dtype is not None:
+                tags |= self._dtype_tags(dtype)
+            elif function in _INDEX_FACTORIES:
+                tags.add(INDEX)
             return Value(value.place, value.params, frozenset(tags))
         if function.startswith(("cuda.", "distributed.", "backends.", "jit.", "compiler.")):
             return HOST
@@ -471,6 +541,20 @@ class FileAnalyzer:
         if name in _BOOL_METHODS or name in ("isin", "isclose"):
             return result.with_tags(BOOL)
         return result
+
+    def _dtype_tags(self, dtype: ast.expr) -> frozenset[str]:
+        """Boolean and integer dtypes make masks and index tensors."""
+        qualified = self.qualified_name(dtype)
+        if qualified in _BOOL_DTYPES:
+            return frozenset((BOOL,))
+        if qualified in _INDEX_DTYPES:
+            return frozenset((INDEX,))
+        return frozenset()
+
+    def _with_dtype(self, value: Value, dtype: ast.expr) -> Value:
+        """``value`` converted to ``dtype`` (a conversion copies: pinned-ness is not kept)."""
+        kept = value.tags & {TENSOR}
+        return Value(value.place, value.params, kept | self._dtype_tags(dtype))
 
     @staticmethod
     def _keyword(node: ast.Call, name: str) -> ast.expr | None:
@@ -630,9 +714,7 @@ class FileAnalyzer:
     def _bind(self, target: ast.expr, value: Value, source: ast.expr | None) -> None:
         env = self.scope.env
         if isinstance(target, ast.Name):
-            if is_host_name(target.id) and value.place is not Place.DEVICE:
-                value = HOST
-            env[target.id] = value
+            env[target.id] = _as_named(target.id, value)
         elif isinstance(target, (ast.Tuple, ast.List)):
             sources = source.elts if isinstance(source, (ast.Tuple, ast.List)) else None
             for index, element in enumerate(target.elts):
@@ -647,9 +729,7 @@ class FileAnalyzer:
             and isinstance(target.value, ast.Name)
             and target.value.id == self.scope.self_name
         ):
-            if is_host_name(target.attr) and value.place is not Place.DEVICE:
-                value = HOST
-            env[f"{target.value.id}.{target.attr}"] = value
+            env[f"{target.value.id}.{target.attr}"] = _as_named(target.attr, value)
 
     def _target_expressions(self, target: ast.expr) -> None:
         """Walk the loads inside an assignment target (``x[i] = ...`` reads x and i)."""
@@ -849,13 +929,12 @@ class FileAnalyzer:
             default = defaults.get(name)
             if (
                 name == self_name
-                or is_host_name(name)
                 or _is_host_annotation(argument.annotation)
                 or (isinstance(default, ast.Constant) and default.value is not None)
             ):
                 env[name] = HOST
             else:
-                env[name] = param(name)
+                env[name] = _as_named(name, param(name))
         line_text = self.lines[node.lineno - 1] if node.lineno <= len(self.lines) else ""
         marker = _MARKER.search(line_text)
         facts = FunctionFacts(

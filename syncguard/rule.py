@@ -75,6 +75,9 @@ class Context(Protocol):
     def source(self, node: ast.AST) -> str:
         """The source text of ``node``."""
 
+    def text(self, node: ast.AST) -> str:
+        """The exact text of ``node`` in the file, as written (for fixes)."""
+
     def report(
         self,
         node: ast.AST,
