@@ -132,17 +132,27 @@ def find_sync_audit() -> Callable[..., Any] | None:
 
 
 def syncs_per_step(step: Callable[[], Any], steps: int) -> tuple[float, str]:
-    """Sync events per call of ``step`` and the name of the counter that saw them."""
+    """Sync events per call of ``step`` and the name of the counter that saw them.
+
+    The debug mode is restored afterwards in any case: it must not stay armed across the
+    CUDA graph captures that follow.
+    """
     import torch
 
-    sync_audit = find_sync_audit()
-    if sync_audit is not None:
-        with sync_audit(mode="record") as audit:
-            for _ in range(steps):
-                step()
-        torch.cuda.synchronize()
-        return audit.count / steps, 'sync_audit(mode="record")'
     previous = torch.cuda.get_sync_debug_mode()
+    sync_audit = find_sync_audit()
+    failure = ""
+    if sync_audit is not None:
+        try:
+            with sync_audit(mode="record") as audit:
+                for _ in range(steps):
+                    step()
+            torch.cuda.synchronize()
+            return audit.count / steps, 'sync_audit(mode="record")'
+        except Exception as error:  # report it and fall back to the debug-mode warnings
+            failure = f" (sync_audit failed: {type(error).__name__}: {error})"
+        finally:
+            torch.cuda.set_sync_debug_mode(previous)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         torch.cuda.set_sync_debug_mode("warn")
@@ -153,12 +163,13 @@ def syncs_per_step(step: Callable[[], Any], steps: int) -> tuple[float, str]:
             torch.cuda.set_sync_debug_mode(previous)
     torch.cuda.synchronize()
     events = sum("synchronizing" in str(w.message) for w in caught)
-    return events / steps, 'torch.cuda.set_sync_debug_mode("warn") warnings'
+    return events / steps, 'torch.cuda.set_sync_debug_mode("warn") warnings' + failure
 
 
 def work_per_step(step: Callable[[], Any], steps: int) -> tuple[float, float]:
     """(host-to-device copies, pinned allocations) per call, from the reference counters."""
     import torch
+
     from syncguard.runtime.reference import counters
 
     counters.reset()
@@ -215,6 +226,7 @@ def expected_mapping(lengths: Sequence[int], num_tokens: int) -> Any:
 def mapping_scenario(name: str, lengths: list[int], rng: Any) -> Scenario:
     """Three consumers per step need the token-to-request mapping of the same step."""
     import torch
+
     from syncguard.runtime import reference
 
     num_tokens, num_reqs = sum(lengths), len(lengths)
@@ -301,6 +313,7 @@ def attention_matches(out: Any, q: Any, k: Any, v: Any, lengths: Sequence[int]) 
 def chunk_scenario(name: str, lengths: list[int], rng: Any) -> Scenario:
     """Chunk indices and offsets for the chunked linear attention of one step."""
     import torch
+
     from syncguard.runtime import reference
 
     chunk_size = reference.CHUNK_SIZE

@@ -63,7 +63,13 @@ _MIN_STAGE_ELEMENTS = 256
 
 @dataclasses.dataclass
 class TransferCounters:
-    """Host-side work done by this module, counted where it happens."""
+    """Host-side work done by this module, counted where it happens.
+
+    ``host_to_device_copies`` counts copies into CUDA tensors; ``pinned_allocations`` every
+    page-locked host allocation (fresh per call in the naive code, the stages here);
+    ``stage_allocations`` every (re)allocation of a stage, pinned or not; ``stage_waits``
+    the times a stage was still being read by an earlier copy when it was needed again.
+    """
 
     host_to_device_copies: int = 0
     pinned_allocations: int = 0
@@ -84,7 +90,7 @@ counters = TransferCounters()
 
 
 def _count_upload(destination: torch.Tensor) -> None:
-    if destination.device.type != "cpu":
+    if destination.is_cuda:
         counters.host_to_device_copies += 1
 
 
@@ -97,6 +103,16 @@ class _StageSlot:
         self.host: torch.Tensor | None = None
         self.host_array: np.ndarray | None = None  # a numpy view of ``host``
         self.copy_done: Any = None  # torch.cuda.Event once the slot fed a device copy
+
+
+class _StageRing:
+    """The slots of one (dtype, pinned) key, used in turn."""
+
+    __slots__ = ("next", "slots")
+
+    def __init__(self, size: int) -> None:
+        self.slots = [_StageSlot() for _ in range(size)]
+        self.next = 0
 
 
 class PinnedStagePool:
@@ -112,8 +128,7 @@ class PinnedStagePool:
 
     def __init__(self, slots: int = _STAGE_SLOTS) -> None:
         self._slots = slots
-        self._rings: dict[tuple[torch.dtype, bool], list[_StageSlot]] = {}
-        self._cursors: dict[tuple[torch.dtype, bool], int] = {}
+        self._rings: dict[tuple[torch.dtype, bool], _StageRing] = {}
 
     def upload(
         self, destination: torch.Tensor, numel: int, fill: Callable[[np.ndarray], object]
@@ -122,25 +137,26 @@ class PinnedStagePool:
 
         ``destination`` is contiguous; its first ``numel`` elements (flattened) are written.
         """
-        pinned = destination.device.type == "cuda"
+        pinned = destination.is_cuda
         slot = self._next_slot(destination.dtype, pinned, numel)
-        assert slot.host is not None and slot.host_array is not None
-        fill(slot.host_array[:numel])
+        host, host_array = slot.host, slot.host_array
+        assert host is not None and host_array is not None
+        fill(host_array[:numel])
         flat = destination if destination.dim() == 1 else destination.view(-1)
         target = flat if flat.numel() == numel else flat[:numel]
-        target.copy_(slot.host if slot.host.numel() == numel else slot.host[:numel], True)
-        _count_upload(destination)
+        target.copy_(host if host.numel() == numel else host[:numel], non_blocking=True)
         if pinned:
+            counters.host_to_device_copies += 1
             if slot.copy_done is None:
                 slot.copy_done = torch.cuda.Event()
             slot.copy_done.record()
 
     def _next_slot(self, dtype: torch.dtype, pinned: bool, numel: int) -> _StageSlot:
-        key = (dtype, pinned)
-        ring = self._rings.setdefault(key, [_StageSlot() for _ in range(self._slots)])
-        position = self._cursors.get(key, 0)
-        self._cursors[key] = (position + 1) % len(ring)
-        slot = ring[position]
+        ring = self._rings.get((dtype, pinned))
+        if ring is None:
+            ring = self._rings[(dtype, pinned)] = _StageRing(self._slots)
+        slot = ring.slots[ring.next]
+        ring.next = (ring.next + 1) % len(ring.slots)
         if slot.copy_done is not None and not slot.copy_done.query():
             counters.stage_waits += 1
             slot.copy_done.synchronize()
@@ -322,7 +338,8 @@ class StepMetadata:
         lengths, actual = self._lengths, self.num_actual_tokens
         stage_pool.upload(buffer, self.num_tokens, lambda out: _write_mapping(lengths, actual, out))
         self.builds += 1
-        self._token_to_req = buffer[: self.num_tokens]
+        exact = buffer.numel() == self.num_tokens
+        self._token_to_req = buffer if exact else buffer[: self.num_tokens]
         return self._token_to_req
 
 

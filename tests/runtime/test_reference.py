@@ -11,6 +11,7 @@ import pytest
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
+
 from syncguard.runtime import reference
 from syncguard.runtime.reference import (
     CHUNK_SIZE,
