@@ -23,6 +23,7 @@ from pathlib import PurePath
 
 from syncguard.analysis import MODULE_SCOPE
 from syncguard.facts import CallSite, ClassFacts, FileFacts, Fix, FunctionFacts, Site, Span
+from syncguard.rule import HotPath, ProjectReport, Record, Rule
 from syncguard.values import Place, Value
 
 FunctionId = tuple[str, str]  # (path, qualname within the module)
@@ -118,9 +119,12 @@ class Project:
     settings: HotSettings = field(default_factory=HotSettings)
     rule_messages: Mapping[str, str] = field(default_factory=dict)
     graph_breaking: frozenset[str] = frozenset()
+    # Rules whose ``check_project`` runs after the per-function findings.
+    rules: Sequence[Rule] = ()
 
     def __post_init__(self) -> None:
         self.by_path = {file.path: file for file in self.files}
+        self.non_blocking = frozenset(rule.code for rule in self.rules if not rule.blocks_host)
         self.modules: dict[str, list[SourceFile]] = {}
         for file in sorted(self.files, key=lambda f: f.path):
             self.modules.setdefault(file.facts.module, []).append(file)
@@ -450,37 +454,72 @@ class Project:
                     continue  # the callee reports its own sites
                 if info is None and target_hot is None:
                     continue  # cold to cold: the callee reports its sites itself
-                reported: set[tuple] = set()
+                # One finding per rule code and call: the first sync site, with a count.
+                by_code: dict[str, list[tuple[str, _Chain]]] = {}
                 for name, entries in sorted(summary[target].items()):
                     argument = self._argument(call, target, name)
                     if argument is None or argument.place is Place.HOST:
                         continue
                     if argument.place is Place.PARAM and not treat_as_root:
                         continue  # reported where the caller's caller passes device data
-                    for key, chain in entries.items():
-                        if key in reported:
-                            continue
-                        reported.add(key)
-                        step = Step(fid[0], call.span.line, here)
-                        sync = chain.site
-                        callee = self.qualified(target).rpartition(".")[2]
-                        message = (
-                            f"`{callee}()` syncs: {self._message(sync)} (called here with "
-                            f"device data for `{name}`)"
+                    for chain in entries.values():
+                        by_code.setdefault(chain.site.code, []).append((name, chain))
+                for group in by_code.values():
+                    group.sort(key=lambda item: (item[1].site_path, item[1].site.span.line))
+                    name, chain = group[0]
+                    sync = chain.site
+                    sites = {(c.site_path, c.site.span) for _, c in group}
+                    callee = self.qualified(target).rpartition(".")[2]
+                    count = f", {len(sites)} sites" if len(sites) > 1 else ""
+                    message = (
+                        f"`{callee}()` syncs{count}: {self._message(sync)} (called here with "
+                        f"device data for `{name}`)"
+                    )
+                    suggestion = (
+                        f"pass host data for `{name}` (e.g. a `*_cpu` copy) or move this "
+                        f"call out of the hot path; at the sync: {sync.suggestion}"
+                    )
+                    step = Step(fid[0], call.span.line, here)
+                    at_sites = tuple((c.site_path, *c.site.statement) for _, c in group)
+                    results.append(
+                        self._finding(
+                            sync, fid[0], call.span, call.statement, severity, reason,
+                            (*via, step, *chain.steps), call.in_loop, graph_break,
+                            None, at_sites, suggestion, message,
                         )
-                        suggestion = (
-                            f"pass host data for `{name}` (e.g. a `*_cpu` copy) or move this "
-                            f"call out of the hot path; at the sync: {sync.suggestion}"
-                        )
-                        results.append(
-                            self._finding(
-                                sync, fid[0], call.span, call.statement, severity, reason,
-                                (*via, step, *chain.steps), call.in_loop, graph_break,
-                                None, ((chain.site_path, *sync.statement),), suggestion,
-                                message,
-                            )
-                        )  # fmt: skip
+                    )  # fmt: skip
+        results.extend(self._project_findings(hot, scope))
         results.sort(key=lambda finding: finding.sort_key)
+        return results
+
+    def _project_findings(self, hot: Mapping[FunctionId, _Hot], scope: str) -> list[Finding]:
+        """Findings of the rules' project-level checks (see :mod:`syncguard.rule`)."""
+        view = _View(self, hot, scope)
+        results: list[Finding] = []
+        for rule in self.rules:
+            for report in rule.check_project(view):
+                fid = (report.path, report.function)
+                info = hot.get(fid)
+                if fid not in self.functions or (info is None and scope != "all"):
+                    continue
+                step = Step(report.path, report.span.line, self.qualified(fid))
+                results.append(
+                    Finding(
+                        code=rule.code,
+                        message=report.message,
+                        path=report.path,
+                        span=report.span,
+                        severity="error" if info is not None else "warning",
+                        hot=info.reason if info is not None else None,
+                        chain=(*(info.via if info is not None else ()), step),
+                        suggestion=report.suggestion,
+                        fix=None,
+                        suppressible_at=tuple(
+                            (report.path, *lines)
+                            for lines in (report.statement, *report.suppressible_at)
+                        ),
+                    )
+                )
         return results
 
     def _message(self, site: Site) -> str:
@@ -503,7 +542,7 @@ class Project:
         message: str | None = None,
     ) -> Finding:
         text = message or self._message(site)
-        if in_loop:
+        if in_loop and site.code not in self.non_blocking:
             text += " (inside a loop: syncs once per iteration)"
         if graph_break and site.code in self.graph_breaking:
             text += " (also a graph break under torch.compile)"
@@ -519,6 +558,38 @@ class Project:
             fix=fix,
             suppressible_at=((path, *statement), *extra_suppressions),
         )
+
+
+class _View:
+    """The :class:`~syncguard.rule.ProjectView` of a project, for one run."""
+
+    def __init__(self, project: Project, hot: Mapping[FunctionId, _Hot], scope: str) -> None:
+        self.project = project
+        self.hot_functions = hot
+        self.scope = scope
+        self.by_code: dict[str, list[Record]] = {}
+
+    def records(self, code: str) -> Sequence[Record]:
+        found = self.by_code.get(code)
+        if found is None:
+            functions = self.project.functions
+            found = [
+                Record(file.path, qualname, item)
+                for file in sorted(self.project.files, key=lambda f: f.path)
+                for qualname, item in file.facts.records.get(code, ())
+            ]
+            found.sort(
+                key=lambda r: (r.path, getattr(functions.get((r.path, r.function)), "line", 0))
+            )
+            self.by_code[code] = found
+        return found
+
+    def hot(self, path: str, function: str) -> HotPath | None:
+        info = self.hot_functions.get((path, function))
+        return None if info is None else HotPath(info.reason, info.via)
+
+    def qualified(self, path: str, function: str) -> str:
+        return self.project.qualified((path, function))
 
 
 def _matches(name: str, patterns: Iterable[str]) -> str | None:
