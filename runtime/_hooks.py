@@ -138,14 +138,11 @@ def capture_warnings() -> None:
 
 
 def _release_warnings() -> None:
-    for item in list(warnings.filters):
-        pattern = item[1]
-        if (
-            item[0] == "always"
-            and pattern is not None
-            and pattern.pattern == re.escape(SYNC_WARNING)
-        ):
-            warnings.filters.remove(item)
+    ours = re.escape(SYNC_WARNING)
+    filters: list[Any] = warnings.filters  # type: ignore[assignment]
+    for item in list(filters):
+        if item[0] == "always" and item[1] is not None and item[1].pattern == ours:
+            filters.remove(item)
     mutated = getattr(warnings, "_filters_mutated", None)
     if mutated is not None:
         mutated()

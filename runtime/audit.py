@@ -378,7 +378,7 @@ def _innermost_outside_syncguard(frame: FrameType | None) -> FrameType:
 def _frames_from(frame: FrameType | None, stops: list[FrameType | None]) -> list[FrameType]:
     """Frames from ``frame`` outwards, up to the outermost activation's frame."""
     remaining = {id(stop) for stop in stops if stop is not None}
-    chain = []
+    chain: list[FrameType] = []
     while frame is not None and len(chain) < _STACK_LIMIT:
         chain.append(frame)
         if remaining:
