@@ -170,6 +170,7 @@ class _Scope:
     loop_depth: int = 0
     default_device: bool = False
     memo: dict[int, Value] = field(default_factory=dict)
+    assigned: dict[str, ast.expr] = field(default_factory=dict)  # local name -> last value
 
 
 class FileAnalyzer:
@@ -186,7 +187,7 @@ class FileAnalyzer:
         self.functions: dict[str, FunctionFacts] = {}
         self.classes: dict[str, ClassFacts] = {}
         self.compiled: list[tuple[str, tuple[str, ...]]] = []
-        self.records: dict[str, list[object]] = {}
+        self.records: dict[str, list[tuple[str, object]]] = {}
         self.module_defs = {
             node.name
             for node in tree.body
@@ -271,8 +272,12 @@ class FileAnalyzer:
         return None
 
     def record(self, item: object) -> None:
-        """Keep a rule-specific fact for the project phase (under the reporting rule's code)."""
-        self.records.setdefault(self.rule_code, []).append(item)
+        """Keep a rule-specific fact for the project phase (under the rule's code), with the
+        qualified name of the function it comes from."""
+        self.records.setdefault(self.rule_code, []).append((self.scope.facts.qualname, item))
+
+    def assigned(self, name: str) -> ast.expr | None:
+        return self.scope.assigned.get(name)
 
     def report(
         self,
@@ -619,6 +624,7 @@ class FileAnalyzer:
             self._expression(node.value)
             self._target_expressions(node.target)
             if isinstance(node.target, ast.Name):
+                scope.assigned.pop(node.target.id, None)
                 current = self._name_value(node.target.id)
                 self.scope.env[node.target.id] = join(current, self.value(node.value))
         elif isinstance(node, (ast.Expr, ast.Return)):
@@ -715,6 +721,10 @@ class FileAnalyzer:
         env = self.scope.env
         if isinstance(target, ast.Name):
             env[target.id] = _as_named(target.id, value)
+            if source is None:
+                self.scope.assigned.pop(target.id, None)
+            else:
+                self.scope.assigned[target.id] = source
         elif isinstance(target, (ast.Tuple, ast.List)):
             sources = source.elts if isinstance(source, (ast.Tuple, ast.List)) else None
             for index, element in enumerate(target.elts):

@@ -206,3 +206,4 @@ def lint_files(
             continue
         result.findings.append(finding)
     return result
+        rules,

@@ -106,7 +106,8 @@ class FileFacts:
     functions: dict[str, FunctionFacts]
     classes: dict[str, ClassFacts]
     compiled: list[tuple[str, tuple[str, ...]]]  # (caller, callee ref) for torch.compile(f)
-    records: dict[str, list[object]] = field(default_factory=dict)  # rule-specific facts
+    # Rule-specific facts: rule code -> (qualname of the function, item) from ``ctx.record``.
+    records: dict[str, list[tuple[str, object]]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)

@@ -7,16 +7,30 @@ implements ``visit_<NodeType>(self, node, ctx)`` methods over the stdlib
 :mod:`ast` nodes of hot-path candidates. It reports through ``ctx.report``;
 whether a report becomes a finding (hot path, placement of parameters, scope,
 suppressions) is decided by the engine, and how it is shown by the reporters.
+
+Project-level rules. Some waste is only visible across files (the same index
+mapping rebuilt by three components). Such a rule stores picklable facts while it
+visits a file, with ``ctx.record(item)``; each item is kept with the function it
+came from. Once every file is analysed, the engine calls the rule's
+``check_project(project)`` with a :class:`ProjectView`: the recorded items of that
+rule (:class:`Record`: path, function, item) and whether and why each function is
+hot (:class:`HotPath`, with its call chain). The rule yields
+:class:`ProjectReport` objects; the engine turns them into findings like any
+other (hot or not, select/ignore, per-file ignores, suppression comments on the
+reported statement or on the extra ``suppressible_at`` statements, reporters).
+The default ``check_project`` reports nothing.
 """
 
 from __future__ import annotations
 
 import ast
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar, Protocol
 
 if TYPE_CHECKING:
     from syncguard.facts import Fix, Span
+    from syncguard.project import Step
     from syncguard.values import Value
 
 FAMILIES = {
@@ -78,6 +92,12 @@ class Context(Protocol):
     def text(self, node: ast.AST) -> str:
         """The exact text of ``node`` in the file, as written (for fixes)."""
 
+    def assigned(self, name: str) -> ast.expr | None:
+        """The expression last assigned to the local ``name`` in this function, if any."""
+
+    def record(self, item: object) -> None:
+        """Keep a picklable ``item`` for this rule's ``check_project`` (see the module doc)."""
+
     def report(
         self,
         node: ast.AST,
@@ -94,6 +114,54 @@ class Context(Protocol):
         """
 
 
+@dataclass(frozen=True, slots=True)
+class Record:
+    """An item a rule recorded with ``ctx.record``, and where."""
+
+    path: str
+    function: str  # qualified name within its module, e.g. "Builder.build"
+    item: object
+
+
+@dataclass(frozen=True, slots=True)
+class HotPath:
+    """Why a function is hot: the reason and the calls from the hot root down to it."""
+
+    reason: str
+    chain: tuple[Step, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class ProjectReport:
+    """A finding of a project-level check, in ``function`` of the file at ``path``."""
+
+    path: str
+    function: str
+    span: Span
+    statement: tuple[int, int]  # first and last line: a suppression comment there applies
+    message: str
+    suggestion: str
+    # More (first, last) statement lines of the same file where a suppression applies.
+    suppressible_at: tuple[tuple[int, int], ...] = ()
+
+
+class ProjectView(Protocol):
+    """What a project-level check sees of the whole linted tree."""
+
+    @property
+    def scope(self) -> str:
+        """``hot`` (only hot paths are reported) or ``all``."""
+
+    def records(self, code: str) -> Sequence[Record]:
+        """The items recorded by rule ``code`` in every file, in path and function order."""
+
+    def hot(self, path: str, function: str) -> HotPath | None:
+        """Why the function is hot, or None when it is not."""
+
+    def qualified(self, path: str, function: str) -> str:
+        """The function's fully qualified name (``package.module.Class.method``)."""
+
+
 class Rule:
     """Base class of every rule; see the module docstring."""
 
@@ -106,8 +174,14 @@ class Rule:
     cost: ClassVar[str] = ""
     # Whether the op also breaks a torch.compile graph (said in findings under compile).
     graph_break: ClassVar[bool] = True
+    # Whether a match blocks the host; False for redundant-work rules (no "syncs" notes).
+    blocks_host: ClassVar[bool] = True
     VALID: ClassVar[list[Valid]] = []
     INVALID: ClassVar[list[Invalid]] = []
+
+    def check_project(self, project: ProjectView) -> Iterable[ProjectReport]:
+        """Findings that need the whole tree (see the module docstring); none by default."""
+        return ()
 
     @classmethod
     def family(cls) -> str:
