@@ -29,12 +29,14 @@ from syncguard.rule import Rule
 from syncguard.values import (
     BOOL,
     DEVICE,
+    EVENT,
     HOST,
     INDEX,
     PAGEABLE,
     PINNED,
     PYSEQ,
     SCALAR,
+    STREAM,
     TENSOR,
     UNKNOWN,
     Place,
@@ -46,9 +48,16 @@ from syncguard.values import (
 MODULE_SCOPE = "<module>"
 
 _MARKER = re.compile(r"#\s*syncguard:\s*(hot|cold)\b")
+# Helpers whose name says they return a fresh pinned host tensor (np_to_pinned_tensor).
+_PINNING_HELPER = re.compile(
+    r"(?:^|_)(?:to|make|new|alloc|allocate)_pinned(?:_|$)|^_*pinned_(?:empty|zeros|ones|tensor)"
+)
 _HOST_SUFFIXES = ("_cpu", "_np", "_host", "_numpy")
 _HOST_PREFIXES = ("cpu_", "np_", "host_")
-_HOST_MODULES = frozenset({"numpy", "math", "random", "itertools", "functools", "operator"})
+_HOST_MODULES = frozenset(
+    {"numpy", "math", "random", "itertools", "functools", "operator", "threading", "asyncio",
+     "multiprocessing", "queue", "time"}
+)  # fmt: skip
 _EXTERNAL_ROOTS = frozenset({"torch", "numpy", "triton", "math", "builtins", "typing"})
 _BUILTIN_NAMES = frozenset(dir(builtins))
 # Builtins whose result is a plain Python value on the host.
@@ -77,13 +86,37 @@ _HOST_ATTRIBUTES = frozenset(
 _HOST_METHODS = frozenset(
     {"cpu", "numpy", "tolist", "item", "size", "dim", "numel", "nelement", "stride",
      "data_ptr", "element_size", "is_contiguous", "get_device", "storage_offset", "ndimension",
-     "is_pinned", "untyped_storage", "keys", "__len__"}
+     "is_pinned", "untyped_storage", "keys", "__len__", "is_floating_point", "is_complex",
+     "is_signed", "is_nonzero", "is_inference", "is_same_size", "is_set_to", "is_shared",
+     "is_coalesced", "equal", "allclose", "has_names"}
 )  # fmt: skip
 _BOOL_METHODS = frozenset(
     {"bool", "eq", "ne", "lt", "le", "gt", "ge", "isnan", "isinf", "isfinite", "logical_and",
      "logical_or", "logical_not", "logical_xor", "isneginf", "isposinf", "isreal", "signbit"}
 )  # fmt: skip
 _INDEX_METHODS = frozenset({"long", "int", "argmax", "argmin", "argsort"})
+# Methods only tensors have: their result is a tensor even when the receiver is unknown.
+_TENSOR_METHODS = frozenset(
+    {"sum", "mean", "max", "min", "amax", "amin", "aminmax", "argmax", "argmin", "any",
+     "all", "prod", "norm", "std", "var", "cumsum", "cumprod", "abs", "sqrt", "exp", "log",
+     "clamp", "clamp_min", "clamp_max", "float", "half", "bfloat16", "double", "long", "int",
+     "bool", "eq", "ne", "lt", "le", "gt", "ge", "isnan", "isinf", "isfinite", "logical_and",
+     "logical_or", "logical_not", "view", "reshape", "flatten", "squeeze", "unsqueeze",
+     "permute", "transpose", "expand", "contiguous", "clone", "detach", "masked_fill",
+     "index_select", "gather", "cuda", "softmax", "log_softmax", "sigmoid", "relu",
+     "count_nonzero", "new_zeros", "new_ones", "new_empty", "new_full", "new_tensor"}
+)  # fmt: skip
+# Tensor methods and torch functions returning a tuple of tensors, not one tensor.
+_SEQUENCE_OPS = frozenset(
+    {"split", "chunk", "unbind", "tensor_split", "hsplit", "vsplit", "dsplit",
+     "split_with_sizes", "meshgrid", "broadcast_tensors"}
+)  # fmt: skip
+_STREAM_FACTORIES = frozenset({"Stream", "current_stream", "default_stream", "ExternalStream"})
+_EVENT_FACTORIES = frozenset({"Event"})
+# torch namespaces whose functions compute tensors (not objects, streams or settings).
+_TENSOR_NAMESPACES = frozenset({"", "nn.functional", "linalg", "fft", "special"})
+_SEQUENCE_ANNOTATION = re.compile(r"^(?:list|List|tuple|Tuple|Sequence)\b")
+_TENSOR_ANNOTATION = re.compile(r"^(?:Optional\[)?(?:torch\.)?Tensor(?:\]|\s*\|\s*None)?$")
 # Tensor methods returning a view or same-kind tensor of the receiver: its tags carry over.
 _VIEW_METHODS = frozenset(
     {"view", "reshape", "flatten", "narrow", "select", "squeeze", "unsqueeze", "permute",
@@ -148,6 +181,28 @@ def _is_host_annotation(annotation: ast.expr | None) -> bool:
         return False
     text = ast.unparse(annotation).strip("'\"")
     return bool(_HOST_ANNOTATIONS.match(text)) and "Tensor" not in text
+
+
+def _is_tensor(value: Value) -> bool:
+    return TENSOR in value.tags and PYSEQ not in value.tags
+
+
+def _torch_result_kind(function: str, result: Value) -> Value:
+    """Tag what ``torch.<function>`` returns: a stream, an event, a tuple of tensors,
+    or a tensor (functions of the tensor namespaces, when the data may be on the device)."""
+    namespace, _, name = function.rpartition(".")
+    if namespace in ("", "cuda", "xpu", "accelerator"):
+        if name in _STREAM_FACTORIES:
+            return HOST.with_tags(STREAM)
+        if name in _EVENT_FACTORIES:
+            return HOST.with_tags(EVENT)
+    if result.on_host or result.tags & {PYSEQ, STREAM, EVENT} or name[:1].isupper():
+        return result
+    if namespace not in _TENSOR_NAMESPACES and not namespace.startswith("ops"):
+        return result
+    if name in _SEQUENCE_OPS:
+        return Value(result.place, result.params, frozenset((PYSEQ,)))
+    return result.with_tags(TENSOR)
 
 
 def _merge(a: Value, b: Value) -> Value:
@@ -327,10 +382,14 @@ class FileAnalyzer:
             base = self.value(node.value)
             if PYSEQ in base.tags:
                 return Value(base.place, base.params)
-            return base.without_tags() if BOOL in base.tags else base
+            if BOOL in base.tags:
+                return Value(base.place, base.params, base.tags & {TENSOR})
+            return base
         if isinstance(node, ast.BinOp):
             left, right = self.value(node.left), self.value(node.right)
             result = join(left, right)
+            if _is_tensor(left) or _is_tensor(right):
+                result = result.with_tags(TENSOR)
             if isinstance(node.op, (ast.BitAnd, ast.BitOr, ast.BitXor)) and (
                 BOOL in left.tags or BOOL in right.tags
             ):
@@ -344,7 +403,7 @@ class FileAnalyzer:
                 return HOST.with_tags(BOOL)
             return operand
         if isinstance(node, ast.Compare):
-            return join(self.value(node.left), *map(self.value, node.comparators)).with_tags(BOOL)
+            return self._compare_value(node)
         if isinstance(node, ast.BoolOp):
             return join(*map(self.value, node.values))
         if isinstance(node, ast.IfExp):
@@ -364,6 +423,18 @@ class FileAnalyzer:
         if isinstance(node, (ast.JoinedStr, ast.Lambda, ast.FormattedValue)):
             return HOST
         return UNKNOWN
+
+    def _compare_value(self, node: ast.Compare) -> Value:
+        """Identity and membership tests give a host bool; tensor comparisons a tensor."""
+        operands = [self.value(node.left), *map(self.value, node.comparators)]
+        if all(isinstance(op, (ast.Is, ast.IsNot)) for op in node.ops):
+            return HOST.with_tags(BOOL)
+        if all(isinstance(op, (ast.In, ast.NotIn)) for op in node.ops) and not any(
+            _is_tensor(value) for value in operands[1:]
+        ):
+            return HOST.with_tags(BOOL)  # `key in dict`, `x in (a, b)`
+        result = join(*operands).with_tags(BOOL)
+        return result.with_tags(TENSOR) if any(map(_is_tensor, operands)) else result
 
     def _comprehension_value(
         self, node: ast.ListComp | ast.SetComp | ast.GeneratorExp | ast.DictComp, elt: ast.expr
@@ -411,13 +482,16 @@ class FileAnalyzer:
 
     def _call_value(self, node: ast.Call) -> Value:
         func = node.func
+        helper = func.id if isinstance(func, ast.Name) else getattr(func, "attr", "")
+        if _PINNING_HELPER.search(helper):
+            return HOST.with_tags(PINNED, TENSOR)
         qualified = self.qualified_name(func)
         if qualified is not None:
             root, _, rest = qualified.partition(".")
             if root in _HOST_MODULES:
                 return HOST
             if root == "torch":
-                return self._torch_call_value(node, rest)
+                return _torch_result_kind(rest, self._torch_call_value(node, rest))
             return self._derived_value(node)
         if isinstance(func, ast.Name):
             name = func.id
@@ -430,8 +504,23 @@ class FileAnalyzer:
                 return join(*values) if values else HOST
             return self._derived_value(node)
         if isinstance(func, ast.Attribute):
-            return self._method_value(node, func)
+            return self._method_result_kind(func, self._method_value(node, func))
         return UNKNOWN
+
+    def _method_result_kind(self, func: ast.Attribute, result: Value) -> Value:
+        """Tag what a method returns: a tensor (a tensor's method, or one only tensors
+        have), a tuple of tensors, or the event a stream records."""
+        method = func.attr
+        if method in _HOST_METHODS or result.tags & {PYSEQ, STREAM, EVENT}:
+            return result
+        receiver = self.value(func.value)
+        if STREAM in receiver.tags and method == "record_event":
+            return HOST.with_tags(EVENT)
+        if not (_is_tensor(receiver) or method in _TENSOR_METHODS):
+            return result
+        if method in _SEQUENCE_OPS:
+            return Value(result.place, result.params, frozenset((PYSEQ,)))
+        return result.with_tags(TENSOR)
 
     def _derived_value(self, node: ast.Call) -> Value:
         """A call to a function we cannot see into: its result lives where its data does.
@@ -715,7 +804,7 @@ class FileAnalyzer:
         ):
             return HOST.with_tags(SCALAR)
         value = self.value(iterable)
-        return Value(value.place, value.params)
+        return Value(value.place, value.params, value.tags & {TENSOR} - {PYSEQ})
 
     def _bind(self, target: ast.expr, value: Value, source: ast.expr | None) -> None:
         env = self.scope.env
@@ -863,12 +952,11 @@ class FileAnalyzer:
             if name in self.scope.env and name not in self.module_defs:
                 return None  # a local variable holding a callable
             return ("name", name)
-        if (
-            isinstance(func, ast.Attribute)
-            and isinstance(func.value, ast.Name)
-            and func.value.id == self.scope.self_name
-        ):
-            return ("self", func.attr)
+        if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name):
+            if func.value.id == self.scope.self_name:
+                return ("self", func.attr)
+            if func.value.id in self.module_defs:
+                return ("name", f"{func.value.id}.{func.attr}")  # Class.static_or_classmethod
         if (
             isinstance(func, ast.Attribute)
             and isinstance(func.value, ast.Attribute)
@@ -945,6 +1033,13 @@ class FileAnalyzer:
                 env[name] = HOST
             else:
                 env[name] = _as_named(name, param(name))
+        for argument in all_arguments:  # annotations say what a parameter is
+            annotation = ast.unparse(argument.annotation) if argument.annotation else ""
+            known = env[argument.arg]
+            if _TENSOR_ANNOTATION.match(annotation.strip("'\"")) and not known.on_host:
+                env[argument.arg] = known.with_tags(TENSOR)
+            elif _SEQUENCE_ANNOTATION.match(annotation):
+                env[argument.arg] = known.with_tags(PYSEQ)
         line_text = self.lines[node.lineno - 1] if node.lineno <= len(self.lines) else ""
         marker = _MARKER.search(line_text)
         facts = FunctionFacts(

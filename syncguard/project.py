@@ -23,7 +23,7 @@ from pathlib import PurePath
 
 from syncguard.analysis import MODULE_SCOPE
 from syncguard.facts import CallSite, ClassFacts, FileFacts, Fix, FunctionFacts, Site, Span
-from syncguard.rule import HotPath, ProjectReport, Record, Rule
+from syncguard.rule import HotPath, Record, Rule
 from syncguard.values import Place, Value
 
 FunctionId = tuple[str, str]  # (path, qualname within the module)
@@ -371,7 +371,9 @@ class Project:
         params = list(function.params)
         if name not in params:
             return None
-        bound = call.callee[0] in ("self", "attr") and function.kind in ("method", "classmethod")
+        bound = function.kind == "classmethod" or (
+            call.callee[0] in ("self", "attr") and function.kind == "method"
+        )
         index = params.index(name) - (1 if bound else 0)
         if 0 <= index < len(call.args):
             return call.args[index]

@@ -368,3 +368,49 @@ def test_scope_all_reports_cold_code_as_warnings() -> None:
     assert lint_snippet(source).findings == []
     findings = lint_snippet(source, scope="all").findings
     assert [(f.span.line, f.severity, f.hot) for f in findings] == [(2, "warning", None)]
+
+
+def test_methods_of_attributes_typed_in_init_and_classmethods_resolve() -> None:
+    result = lint_snippet(
+        """
+        import torch
+        from torch import nn
+
+        class Indexer:
+            def lookup(self, ids):
+                return ids.tolist()
+
+            @classmethod
+            def build(cls, x):
+                return cls.count(x)
+
+            @classmethod
+            def count(cls, x):
+                return torch.ones(2, device="cuda").sum().item()
+
+        class Model(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.indexer = Indexer()
+
+            def forward(self, ids):
+                return self.indexer.lookup(ids), Indexer.build(ids)
+        """
+    )
+    assert lines(result) == [14, 22]
+    hidden = next(f for f in result.findings if f.span.line == 22)
+    assert [str(step) for step in hidden.chain] == [
+        "example.py:22 example.Model.forward",
+        "example.py:6 example.Indexer.lookup",
+    ]
+
+
+def test_hot_option_on_the_command_line(tmp_path) -> None:
+    from conftest import run_cli
+
+    (tmp_path / "runner.py").write_text(
+        "class Runner:\n    def step(self, x):\n        return x.item()\n"
+    )
+    assert run_cli("check", ".", cwd=tmp_path).returncode == 0
+    hot = run_cli("check", ".", "--hot", "runner.Runner.step", cwd=tmp_path)
+    assert hot.returncode == 1 and "runner.py:3:16: SG101" in hot.stdout
