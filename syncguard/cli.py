@@ -7,8 +7,12 @@ import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from syncguard._version import __version__
+
+if TYPE_CHECKING:
+    from syncguard.config import Settings
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 
@@ -44,6 +48,15 @@ def _parser() -> argparse.ArgumentParser:
     check.add_argument("--exit-zero", action="store_true", help="exit 0 even with findings")
     check.add_argument("--statistics", action="store_true", help="count findings per rule")
     check.add_argument("--no-color", action="store_true", help="never use ANSI colours")
+    check.add_argument("--fix", action="store_true", help="apply safe fixes to the files")
+    check.add_argument(
+        "--unsafe-fixes", action="store_true",
+        help="with --fix or --diff: also apply unsafe fixes (they may change behaviour)",
+    )  # fmt: skip
+    check.add_argument(
+        "--diff", action="store_true",
+        help="print the fixes as a unified diff, write nothing; exit 1 if there are any",
+    )  # fmt: skip
 
     rule = commands.add_parser("rule", help="explain a rule (syncguard rule SG101)")
     rule.add_argument("code", nargs="?", help="rule code, e.g. SG101")
@@ -80,7 +93,26 @@ def _check(args: argparse.Namespace) -> int:
     except ConfigError as error:
         return _error(str(error))
 
-    result = lint_files(args.paths, settings=settings)
+    if args.diff:
+        return _diff(args, settings)
+    fix_note = ""
+    if args.fix:
+        from syncguard.fixes import fix_paths, write_fixes
+
+        run = fix_paths(args.paths, settings=settings, unsafe=args.unsafe_fixes)
+        write_errors = write_fixes(run)
+        for message in write_errors:
+            sys.stderr.write(f"{message}\n")
+        if write_errors:
+            return EXIT_ERROR
+        result = run.result
+        fix_note = (
+            f"Applied {run.applied} fixes to {len(run.fixed)} files."
+            if run.applied
+            else "No fixes applied."
+        )
+    else:
+        result = lint_files(args.paths, settings=settings)
     output_format = args.output_format or ("full" if sys.stdout.isatty() else "concise")
     color = sys.stdout.isatty() and not args.no_color and "NO_COLOR" not in os.environ
     WRITERS[output_format](result.findings, result.rules, sys.stdout, color)
@@ -90,11 +122,26 @@ def _check(args: argparse.Namespace) -> int:
         sys.stderr.write(f"{problem}\n")
     if output_format in ("full", "concise"):
         sys.stdout.write(summary(result.findings, result.files) + "\n")
+        if fix_note:
+            sys.stdout.write(fix_note + "\n")
     if result.problems:
         return EXIT_ERROR
     if result.findings and not args.exit_zero:
         return EXIT_FINDINGS
     return EXIT_CLEAN
+
+
+def _diff(args: argparse.Namespace, settings: Settings) -> int:
+    """``--diff``: print what the fixes would change; exit 1 when they would change anything."""
+    from syncguard.fixes import fix_paths, unified_diff
+
+    run = fix_paths(args.paths, settings=settings, unsafe=args.unsafe_fixes)
+    sys.stdout.write(unified_diff(run.original, run.fixed))
+    for problem in run.result.problems:
+        sys.stderr.write(f"{problem}\n")
+    if run.fixed:
+        return EXIT_FINDINGS
+    return EXIT_ERROR if run.result.problems else EXIT_CLEAN
 
 
 def _rule(args: argparse.Namespace) -> int:

@@ -12,7 +12,7 @@ import fnmatch
 import io
 import os
 import tokenize
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from syncguard.analysis import FileAnalyzer
@@ -166,9 +166,17 @@ def _per_file_ignored(settings: Settings, path: str, code: str) -> bool:
 
 
 def lint_files(
-    paths: Sequence[str], *, settings: Settings | None = None, scope: str | None = None
+    paths: Sequence[str],
+    *,
+    settings: Settings | None = None,
+    scope: str | None = None,
+    sources: Mapping[str, str] | None = None,
 ) -> LintResult:
-    """Lint ``paths`` (files or folders) and return the sorted findings and problems."""
+    """Lint ``paths`` (files or folders) and return the sorted findings and problems.
+
+    ``sources`` maps discovered paths to text linted instead of the file's
+    contents (the fixer re-lints its edits before writing anything).
+    """
     settings = settings or Settings()
     rule_classes = all_rules()
     rules = [rule_class() for rule_class in rule_classes.values()]
@@ -177,17 +185,22 @@ def lint_files(
     for path in missing:
         result.problems.append(Problem(path, 1, 1, "no such file or directory"))
     result.files = len(files)
-    sources: dict[str, str] = {}
+    texts: dict[str, str] = {}
     analysed: list[SourceFile] = []
     for path in files:
-        outcome, source = analyze_path(path, rules)
+        source: str | None
+        if sources is not None and path in sources:
+            source = sources[path]
+            outcome = analyze_source(source, *module_name(path), rules)
+        else:
+            outcome, source = analyze_path(path, rules)
         if isinstance(outcome, FileError):
             result.problems.append(Problem(path, outcome.line, outcome.column, outcome.message))
             continue
         assert source is not None
         if ignores_file(source):
             continue
-        sources[path] = source
+        texts[path] = source
         module, is_package = module_name(path)
         analysed.append(SourceFile(path, root_of(path, module, is_package), outcome))
     project = Project(
@@ -196,7 +209,7 @@ def lint_files(
         {code: rule.message for code, rule in rule_classes.items()},
         frozenset(code for code, rule in rule_classes.items() if rule.graph_break),
     )
-    suppressions = _Suppressions(sources)
+    suppressions = _Suppressions(texts)
     for finding in project.findings(scope or settings.scope):
         if not settings.selects(finding.code) or _per_file_ignored(
             settings, finding.path, finding.code
@@ -206,4 +219,3 @@ def lint_files(
             continue
         result.findings.append(finding)
     return result
-        rules,

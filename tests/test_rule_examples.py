@@ -6,6 +6,8 @@ import inspect
 
 import pytest
 
+from syncguard.config import Settings
+from syncguard.fixes import fix_paths, parses
 from syncguard.rules import all_rules
 from syncguard.testing import lint_snippet
 
@@ -19,6 +21,13 @@ INVALID = [
     pytest.param(rule, example, id=f"{code}-invalid-{index}")
     for code, rule in RULES.items()
     for index, example in enumerate(rule.INVALID)
+]
+
+FIXED = [
+    pytest.param(rule, example, id=f"{code}-fixed-{index}")
+    for code, rule in RULES.items()
+    for index, example in enumerate(rule.INVALID)
+    if example.fixed is not None
 ]
 
 
@@ -47,3 +56,18 @@ def test_invalid_example_is_reported(rule, example) -> None:
     assert all(f.suggestion for f in findings)
     if example.line is not None:
         assert example.line in {f.span.line for f in findings}
+
+
+@pytest.mark.parametrize(("rule", "example"), FIXED)
+def test_fixed_example_is_what_the_fix_produces(rule, example, tmp_path, monkeypatch) -> None:
+    """Apply the example's fixes (unsafe included): the result is ``fixed``, it parses,
+    and re-linting it finds nothing more for the rule."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "example.py").write_text(inspect.cleandoc(example.code) + "\n")
+    settings = Settings().with_overrides(select=(rule.code,))
+    run = fix_paths(["example.py"], settings=settings, unsafe=True)
+    fixed = run.fixed.get("example.py")
+    assert fixed == inspect.cleandoc(example.fixed) + "\n", f"{rule.code} fix differs"
+    assert parses(fixed)
+    assert not run.result.problems
+    assert [f for f in run.result.findings if f.code == rule.code] == []

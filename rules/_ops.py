@@ -1,0 +1,130 @@
+"""Matching torch ops in both spellings: ``torch.op(x, ...)`` and ``x.op(...)``."""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Collection
+from dataclasses import dataclass
+
+from syncguard.rule import Context
+from syncguard.values import BOOL, INDEX, PINNED, PYSEQ, SCALAR, TENSOR, Place, Value
+
+
+@dataclass(frozen=True)
+class Op:
+    """A matched call: ``args`` are positional with the tensor first (the receiver of a
+    method call), ``keywords`` the named arguments."""
+
+    name: str
+    args: tuple[ast.expr, ...]
+    keywords: dict[str, ast.expr]
+    is_method: bool
+
+    def argument(self, position: int, name: str) -> ast.expr | None:
+        """The argument at ``position`` (counting the tensor as 0) or named ``name``."""
+        if position < len(self.args):
+            return self.args[position]
+        return self.keywords.get(name)
+
+
+def match_op(
+    node: ast.Call, ctx: Context, names: Collection[str], *, modules: Collection[str] = ("torch",)
+) -> Op | None:
+    """``node`` as a call of one of ``names``: a function of ``modules`` or a tensor method."""
+    func = node.func
+    keywords = {keyword.arg: keyword.value for keyword in node.keywords if keyword.arg}
+    if any(isinstance(argument, ast.Starred) for argument in node.args):
+        return None
+    qualified = ctx.qualified_name(func)
+    if qualified is not None:
+        module, _, name = qualified.rpartition(".")
+        if module in modules and name in names:
+            return Op(name, tuple(node.args), keywords, is_method=False)
+        return None
+    if isinstance(func, ast.Attribute) and func.attr in names:
+        return Op(func.attr, (func.value, *node.args), keywords, is_method=True)
+    return None
+
+
+def is_zero_or_absent(node: ast.expr | None) -> bool:
+    """True for a literal ``0`` / ``0.0`` (or no argument at all)."""
+    return node is None or (
+        isinstance(node, ast.Constant)
+        and isinstance(node.value, (int, float))
+        and not isinstance(node.value, bool)
+        and node.value == 0
+    )
+
+
+def may_be_device_tensor(value: Value) -> bool:
+    """True for data that may live on the accelerator and is known to be a tensor."""
+    if value.place is Place.DEVICE:
+        return PYSEQ not in value.tags
+    return (
+        value.may_be_device and bool(value.tags & {TENSOR, INDEX, BOOL}) and PYSEQ not in value.tags
+    )
+
+
+def is_host_tensor(value: Value) -> bool:
+    """True for data known to be on the host and not a Python number or sequence."""
+    return value.on_host and not value.tags & {PYSEQ, SCALAR}
+
+
+def _non_blocking(node: ast.Call, position: int) -> bool:
+    """``non_blocking`` given (as a keyword, or positionally at ``position``) and not False.
+
+    A variable (``non_blocking=self.pin_memory``) is trusted to be true.
+    """
+    for keyword in node.keywords:
+        if keyword.arg == "non_blocking":
+            return not (isinstance(keyword.value, ast.Constant) and not keyword.value.value)
+    if position < len(node.args):
+        flag = node.args[position]
+        return not (isinstance(flag, ast.Constant) and not flag.value)
+    return False
+
+
+@dataclass(frozen=True)
+class HostToDeviceCopy:
+    """A copy of the host tensor ``source`` to the accelerator; ``subject`` is where it lands."""
+
+    source: ast.expr
+    subject: ast.expr
+    non_blocking: bool
+    pinned: bool
+    spelling: str  # "to", "cuda" or "copy_"
+
+
+def host_to_device_copy(node: ast.Call, ctx: Context) -> HostToDeviceCopy | None:
+    """``host.to(device)``, ``host.cuda()`` or ``device_buffer.copy_(host)``, else None."""
+    func = node.func
+    if not isinstance(func, ast.Attribute) or ctx.qualified_name(func) is not None:
+        return None
+    method = func.attr
+    source: ast.expr
+    subject: ast.expr
+    if method in ("to", "cuda"):
+        source, subject = func.value, node
+        if method == "to" and ctx.value(node).place not in (Place.DEVICE, Place.PARAM):
+            return None  # a dtype conversion, a copy to the host, or an unknown target
+        if isinstance(source, ast.Call) and _names_class(source.func):
+            return None  # nn.Linear(...).to(device): a module, not a tensor
+        flag_position = 2 if method == "to" else 1
+    elif method == "copy_" and node.args:
+        source, subject = node.args[0], func.value
+        if not may_be_device_tensor(ctx.value(subject)):
+            return None
+        flag_position = 1
+    else:
+        return None
+    value = ctx.value(source)
+    if not is_host_tensor(value):
+        return None
+    return HostToDeviceCopy(
+        source, subject, _non_blocking(node, flag_position), PINNED in value.tags, method
+    )
+
+
+def _names_class(func: ast.expr) -> bool:
+    name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+    return name[:1].isupper()
