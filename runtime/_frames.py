@@ -1,7 +1,9 @@
 """Attribution: which frames are the user's, and what the call at a frame's position is.
 
-A sync is attributed to the innermost frame that belongs to neither torch nor syncguard
-(nor ``warnings``, pytest or pluggy, whose frames sit between a hook and the user).
+A sync is attributed to the innermost frame that belongs to neither torch nor the audit's
+own modules (nor ``warnings``, pytest or pluggy, whose frames sit between a hook and the
+user). Other modules of ``syncguard.runtime`` (the reference fixes, benchmarks) are user
+code: their syncs are theirs.
 The call at that frame is named from its source through ``co_positions`` (Python 3.11+):
 ``torch.nonzero()``, ``.item()``, ``int()``, ``bool()`` for ``if t:``, ``x[...]``.
 """
@@ -28,7 +30,7 @@ from syncguard.runtime._events import (
 )
 
 _RUNTIME_DIR = os.path.dirname(os.path.abspath(__file__))
-_SYNCGUARD_DIR = os.path.dirname(os.path.abspath(sys.modules["syncguard"].__file__ or ""))
+_AUDIT_MODULES = ("audit.py", "pytest_plugin.py", "verify.py")
 _WARNINGS_FILE = os.path.abspath(warnings.__file__)
 _FOREIGN_PACKAGES = ("torch", "_pytest", "pluggy")
 
@@ -50,13 +52,15 @@ def _package_dirs() -> list[str]:
 
 
 def owner(filename: str) -> str:
-    """``"syncguard"``, ``"foreign"`` (torch, pytest, pluggy) or ``"user"`` for a code file."""
+    """``"syncguard"`` (the audit), ``"foreign"`` (torch, pytest, pluggy) or ``"user"``."""
     dirs = _package_dirs()
     cached = _owner_cache.get(filename)
     if cached is not None:
         return cached
     path = os.path.abspath(filename) if filename[:1] not in ("<", "") else filename
-    if path == _WARNINGS_FILE or path.startswith((_RUNTIME_DIR + os.sep, _SYNCGUARD_DIR + os.sep)):
+    folder, name = os.path.split(path)
+    audit_module = folder == _RUNTIME_DIR and (name.startswith("_") or name in _AUDIT_MODULES)
+    if path == _WARNINGS_FILE or audit_module:
         result = "syncguard"
     elif any(path.startswith(folder) for folder in dirs):
         result = "foreign"

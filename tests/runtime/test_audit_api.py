@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import sys
 import threading
 import warnings
@@ -379,3 +380,14 @@ def test_clear_forgets_events() -> None:
         sync_once()
     audit.clear()
     assert audit.events == [] and audit.allowed == []
+
+
+def test_only_the_audit_modules_are_skipped_in_attribution() -> None:
+    from syncguard.runtime import _frames, reference
+
+    runtime_dir = os.path.dirname(_frames.__file__)
+    assert _frames.owner(os.path.join(runtime_dir, "audit.py")) == "syncguard"
+    assert _frames.owner(os.path.join(runtime_dir, "_hooks.py")) == "syncguard"
+    assert _frames.owner(reference.__file__) == "user"  # its syncs are its own
+    assert _frames.owner(torch.__file__) == "foreign"
+    assert _frames.owner(__file__) == "user"
