@@ -31,6 +31,8 @@ PYSEQ = "pyseq"  # a Python list / tuple / set / dict
 SCALAR = "scalar"  # a Python number (int, float)
 TENSOR = "tensor"  # known to be a tensor (created by torch)
 INDEX = "index"  # an integer index tensor (long / int)
+STREAM = "stream"  # an accelerator stream object (torch.cuda.Stream, current_stream())
+EVENT = "event"  # an accelerator event object (torch.cuda.Event, Stream.record_event())
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,6 +56,17 @@ class Value:
 
     def without_tags(self) -> Value:
         return Value(self.place, self.params) if self.tags else self
+
+
+def maybe_device_tensor(value: Value) -> bool:
+    """True when ``value`` is known to be a tensor (tagged ``TENSOR``, not a Python
+    number or sequence) that may live on the accelerator.
+
+    Python conversions (``int(x)``, ``if x:``) are only syncs for such values: an
+    untagged ``x``, even one derived from device data by an opaque call, might just
+    as well be a Python number.
+    """
+    return value.may_be_device and TENSOR in value.tags and PYSEQ not in value.tags
 
 
 HOST = Value(Place.HOST)
