@@ -137,6 +137,8 @@ _LIKE_FACTORIES = frozenset(
     {"zeros_like", "ones_like", "empty_like", "full_like", "rand_like", "randn_like",
      "randint_like"}
 )  # fmt: skip
+# Module state that moves with the module (``model.to(device)``): never known host data.
+_MODULE_STATE = frozenset({"nn.Parameter", "nn.Buffer", "nn.parameter.Parameter"})
 _DTYPE_WORDS = ("dtype", "float", "half", "int", "long", "bool", "bfloat16", "double")
 
 
@@ -556,7 +558,22 @@ class FileAnalyzer:
         if method in ("new_tensor", "new_zeros", "new_ones", "new_empty", "new_full"):
             device = self._keyword(node, "device")
             return self._device_value(device) if device is not None else receiver.without_tags()
+        if (
+            receiver.on_host
+            and not receiver.tags
+            and method not in _TENSOR_METHODS
+            and self._self_rooted(func.value)
+        ):
+            # self.mlp(x), self.proj.forward(x): an object's method (not a host tensor's)
+            # returns data where its arguments live.
+            return self._derived_value(node)
         return Value(receiver.place, receiver.params)
+
+    def _self_rooted(self, node: ast.expr) -> bool:
+        """True for ``self`` and ``self.a.b[...]``: attributes of the object being defined."""
+        while isinstance(node, (ast.Attribute, ast.Subscript)):
+            node = node.value
+        return isinstance(node, ast.Name) and node.id == self.scope.self_name
 
     def _to_value(self, node: ast.Call, receiver: Value) -> Value:
         target = self._keyword(node, "device")
@@ -599,6 +616,8 @@ class FileAnalyzer:
 
     def _torch_call_value(self, node: ast.Call, function: str) -> Value:
         name = function.rpartition(".")[2]
+        if function in _MODULE_STATE:
+            return UNKNOWN.with_tags(TENSOR)
         if function in _FACTORIES or function in _LIKE_FACTORIES:
             device = self._keyword(node, "device")
             if device is not None:
@@ -617,6 +636,7 @@ class FileAnalyzer:
                 # pin_memory=True, or a flag such as pin_memory=is_pin_memory_available():
                 # the author asks for pinned memory wherever the platform has it.
                 tags.add(PINNED)
+                value = HOST
             elif value.on_host and function not in _LIKE_FACTORIES:
                 tags.add(PAGEABLE)
             dtype = self._keyword(node, "dtype")
