@@ -54,6 +54,8 @@ class _State:
 
 _state = _State()
 _lock = threading.RLock()
+# (owner id, name) -> (original, replacement): wrappers are built once, not per activation
+_wrappers: dict[tuple[int, str], tuple[Any, Any]] = {}
 
 
 class _ThreadSimulation(threading.local):
@@ -207,7 +209,12 @@ def _install_patches() -> None:
         if original is None:
             continue
         owned = name in vars(owner)
-        replacement = wrap(original)
+        cached = _wrappers.get((id(owner), name))
+        if cached is not None and cached[0] is original:
+            replacement = cached[1]
+        else:
+            replacement = wrap(original)
+            _wrappers[(id(owner), name)] = (original, replacement)
         try:
             setattr(owner, name, replacement)
         except (AttributeError, TypeError):

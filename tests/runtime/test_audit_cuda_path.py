@@ -72,7 +72,7 @@ def test_torch_frames_are_skipped_unless_asked_for() -> None:
         synchronizing_op()
     (event,) = recorded.events
     assert event.path.endswith("_syncguard_test_op.py")
-    assert any(entry.startswith("tests/runtime/test_audit_cuda_path.py") for entry in event.stack)
+    assert any("test_audit_cuda_path.py:" in entry for entry in event.stack)
 
 
 def test_raise_mode_raises_from_the_warning() -> None:
