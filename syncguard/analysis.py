@@ -225,6 +225,7 @@ class _Scope:
     self_name: str | None
     attribute_values: dict[str, Value]  # self.attr placements known from __init__
     loop_depth: int = 0
+    lazy_depth: int = 0  # inside a branch that fills persistent state once (see _is_lazy_init)
     default_device: bool = False
     memo: dict[int, Value] = field(default_factory=dict)
     assigned: dict[str, ast.expr] = field(default_factory=dict)  # local name -> last value
@@ -346,7 +347,7 @@ class FileAnalyzer:
         fix: Fix | None = None,
     ) -> None:
         value = DEVICE if subject is None else self.value(subject)
-        if value.on_host:
+        if value.on_host or self.scope.lazy_depth:
             return
         self.scope.facts.sites.append(
             Site(
@@ -741,7 +742,7 @@ class FileAnalyzer:
                 self._expression(node.value)
         elif isinstance(node, ast.If):
             self._expression(node.test)
-            self._branches(node.body, node.orelse)
+            self._branches(node.body, node.orelse, lazy=self._is_lazy_init(node))
         elif isinstance(node, (ast.For, ast.AsyncFor)):
             self._expression(node.iter)
             before = dict(scope.env)
@@ -802,13 +803,60 @@ class FileAnalyzer:
     def qualified_name_of_call(self, node: ast.expr) -> str | None:
         return self.qualified_name(node.func) if isinstance(node, ast.Call) else None
 
-    def _branches(self, body: Sequence[ast.stmt], orelse: Sequence[ast.stmt]) -> None:
+    def _branches(
+        self, body: Sequence[ast.stmt], orelse: Sequence[ast.stmt], lazy: bool = False
+    ) -> None:
         before = dict(self.scope.env)
-        self._body(body)
+        self.scope.lazy_depth += lazy
+        try:
+            self._body(body)
+        finally:
+            self.scope.lazy_depth -= lazy
         after_body = self.scope.env
         self.scope.env = dict(before)
         self._body(orelse)
         self._merge_env(after_body)
+
+    def _is_lazy_init(self, node: ast.If) -> bool:
+        """``if self._k is None: self._k = ...``, ``if key not in _CACHE: _CACHE[key] = ...``:
+        a cache check whose body fills the persistent state it checks (a ``self``
+        attribute or a module-level name) runs once, not on every step."""
+        checks = (ast.Is, ast.IsNot, ast.In, ast.NotIn, ast.NotEq)
+        is_check = any(
+            (isinstance(n, ast.Compare) and any(isinstance(op, checks) for op in n.ops))
+            or (isinstance(n, ast.UnaryOp) and isinstance(n.op, ast.Not))
+            for n in ast.walk(node.test)
+        )
+        if not is_check:
+            return False
+        tested = {
+            ast.unparse(n)
+            for n in ast.walk(node.test)
+            if isinstance(n, (ast.Name, ast.Attribute, ast.Subscript))
+        }
+        for statement in node.body:
+            for child in ast.walk(statement):
+                if isinstance(child, ast.Assign):
+                    targets = child.targets
+                elif isinstance(child, ast.AnnAssign):
+                    targets = [child.target]
+                else:
+                    continue
+                for target in targets:
+                    stored = target.value if isinstance(target, ast.Subscript) else target
+                    if ast.unparse(stored) in tested and self._persistent(stored):
+                        return True
+        return False
+
+    def _persistent(self, node: ast.expr) -> bool:
+        """True for state that outlives a call: ``self.x`` or a module-level name."""
+        while isinstance(node, (ast.Attribute, ast.Subscript)):
+            node = node.value
+        if not isinstance(node, ast.Name):
+            return False
+        if node.id == self.scope.self_name:
+            return True
+        return self.scope is not self.module_scope and node.id in self.module_scope.env
 
     def _merge_env(self, other: dict[str, Value]) -> None:
         env = self.scope.env
@@ -939,7 +987,7 @@ class FileAnalyzer:
             if reference is not None:
                 self.compiled.append((self.scope.facts.qualname, reference))
         callee = self._callee(func)
-        if callee is None:
+        if callee is None or self.scope.lazy_depth:
             return
         self.scope.facts.calls.append(
             CallSite(
