@@ -123,12 +123,13 @@ def _apply_debug_mode() -> None:
     if not torch.cuda.is_available():
         return
     wanted = _state.cuda_users > 0 and _state.capture_depth == 0 and not _capturing()
-    if wanted and not _state.armed:
-        torch.cuda.set_sync_debug_mode("warn")
-        _state.armed = True
-    elif not wanted and _state.armed:
-        torch.cuda.set_sync_debug_mode(_state.mode_before)
-        _state.armed = False
+    if wanted != _state.armed:
+        # torch warns that the mode is a prototype each time it is set: noise for users who
+        # did not set it themselves (the filters are restored right after, under _lock)
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message="Synchronization debug mode is a prototype")
+            torch.cuda.set_sync_debug_mode("warn" if wanted else _state.mode_before)
+        _state.armed = wanted
 
 
 def capture_warnings() -> None:
@@ -289,10 +290,15 @@ def _host_alias(tensor: torch.Tensor, result: Any) -> Any:
     return result
 
 
+def _dtype_only(args: tuple[Any, ...]) -> bool:
+    """``t.to(torch.float16)``: no device, no copy between host and device."""
+    return len(args) == 1 and isinstance(args[0], torch.dtype)
+
+
 def _wrap_to(original: Any) -> Any:
     @functools.wraps(original)
     def to(self: torch.Tensor, *args: Any, **kwargs: Any) -> Any:
-        if not _audit.ACTIVE.get():
+        if not _audit.ACTIVE.get() or (not kwargs and _dtype_only(args)):
             return original(self, *args, **kwargs)
         target, _dtype, non_blocking, *_ = torch._C._nn._parse_to(*args, **kwargs)
         simulated = False
