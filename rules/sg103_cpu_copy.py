@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import ast
 
+from syncguard.facts import Edit, Fix, Span
+from syncguard.fixes import UNSAFE, add_keyword_fix, replace_fix
 from syncguard.rule import Context, Invalid, Rule, Valid
 from syncguard.rules._operands import is_device_tensor, short
 
@@ -26,7 +28,8 @@ class CpuCopySync(Rule):
     or copy with ``x.to("cpu", non_blocking=True)`` into pinned memory and read the
     result only after an event recorded behind the copy has completed, once per step
     and outside the hot loop. The autofix adds ``non_blocking=True`` and is unsafe:
-    code that reads the result before synchronizing sees stale values.
+    code that reads the result before synchronizing sees stale values; ``.cpu()``
+    becomes ``.to("cpu", non_blocking=True)``.
     """
 
     code = "SG103"
@@ -66,6 +69,15 @@ class Sampler(nn.Module):
         return ids.cpu()
 """,
             line=7,
+            fixed="""
+import torch
+from torch import nn
+
+class Sampler(nn.Module):
+    def forward(self, logits):
+        ids = logits.argmax(-1)
+        return ids.to("cpu", non_blocking=True)
+""",
         ),
         Invalid(
             """
@@ -77,6 +89,14 @@ class Sampler(nn.Module):
         return logits.to(torch.device("cpu"))
 """,
             line=6,
+            fixed="""
+import torch
+from torch import nn
+
+class Sampler(nn.Module):
+    def forward(self, logits):
+        return logits.to(torch.device("cpu"), non_blocking=True)
+""",
         ),
         Invalid(
             """
@@ -86,7 +106,27 @@ from torch import nn
 class Sampler(nn.Module):
     def forward(self, logits: torch.Tensor):
         probs = logits.softmax(-1).to(device="cpu", non_blocking=False)
-        return probs, logits.numpy(force=True)
+        return probs
+""",
+            line=6,
+            fixed="""
+import torch
+from torch import nn
+
+class Sampler(nn.Module):
+    def forward(self, logits: torch.Tensor):
+        probs = logits.softmax(-1).to(device="cpu", non_blocking=True)
+        return probs
+""",
+        ),
+        Invalid(
+            """
+import torch
+from torch import nn
+
+class Sampler(nn.Module):
+    def forward(self, logits: torch.Tensor, scores):
+        return logits.numpy(force=True), scores.sigmoid().numpy()
 """,
             line=6,
         ),
@@ -98,9 +138,11 @@ class Sampler(nn.Module):
             return
         source = func.value
         if func.attr == "cpu" and not node.args:
-            self._report(node, source, "`.cpu()` copies to the host and waits", ctx)
+            fix = None if node.keywords else _cpu_fix(node, source, ctx)
+            self._report(node, source, "`.cpu()` copies to the host and waits", ctx, fix)
         elif func.attr == "to" and _targets_host(node, ctx) and not _may_be_non_blocking(node):
-            self._report(node, source, '`.to("cpu")` without `non_blocking=True` waits', ctx)
+            message = '`.to("cpu")` without `non_blocking=True` waits'
+            self._report(node, source, message, ctx, _to_fix(node, ctx))
         elif func.attr == "numpy" and not node.args:
             force = next((k.value for k in node.keywords if k.arg == "force"), None)
             if isinstance(force, ast.Constant) and force.value is True:
@@ -111,7 +153,14 @@ class Sampler(nn.Module):
                 )
                 self._report(node, source, message, ctx)
 
-    def _report(self, node: ast.Call, source: ast.expr, message: str, ctx: Context) -> None:
+    def _report(
+        self,
+        node: ast.Call,
+        source: ast.expr,
+        message: str,
+        ctx: Context,
+        fix: Fix | None = None,
+    ) -> None:
         if ctx.in_loop:
             suggestion = "gather the values on the device and copy once after the loop"
         else:
@@ -119,7 +168,27 @@ class Sampler(nn.Module):
                 f"use host data you already keep (a `*_cpu` copy), or "
                 f"`{short(ctx, source)}.to('cpu', non_blocking=True)` read after an event"
             )
-        ctx.report(node, subject=source, suggestion=suggestion, message=message)
+        ctx.report(node, subject=source, suggestion=suggestion, message=message, fix=fix)
+
+
+_FIX_DESCRIPTION = "copy with non_blocking=True (unsafe: read the result only after an event)"
+
+
+def _cpu_fix(node: ast.Call, source: ast.expr, ctx: Context) -> Fix:
+    """``x.cpu()`` -> ``x.to("cpu", non_blocking=True)``, keeping ``x``'s own text."""
+    receiver, call = ctx.span(source), ctx.span(node)
+    span = Span(receiver.end_line, receiver.end_column, call.end_line, call.end_column)
+    return Fix(UNSAFE, _FIX_DESCRIPTION, (Edit(span, '.to("cpu", non_blocking=True)'),))
+
+
+def _to_fix(node: ast.Call, ctx: Context) -> Fix | None:
+    """Add ``non_blocking=True``, or turn a literal ``non_blocking=False`` into it."""
+    for keyword in node.keywords:
+        if keyword.arg == "non_blocking":
+            return replace_fix(ctx, keyword.value, "True", UNSAFE, _FIX_DESCRIPTION)
+    if len(node.args) > 1:
+        return None  # .to(device, dtype): keep the fix to plain calls
+    return add_keyword_fix(ctx, node, "non_blocking", "True", UNSAFE, _FIX_DESCRIPTION)
 
 
 def _targets_host(node: ast.Call, ctx: Context) -> bool:

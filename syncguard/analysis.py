@@ -96,15 +96,21 @@ _BOOL_METHODS = frozenset(
 )  # fmt: skip
 _INDEX_METHODS = frozenset({"long", "int", "argmax", "argmin", "argsort"})
 # Methods only tensors have: their result is a tensor even when the receiver is unknown.
+# (Generic names such as ``clone``, ``view`` or ``log`` are left out: other objects have them.)
 _TENSOR_METHODS = frozenset(
     {"sum", "mean", "max", "min", "amax", "amin", "aminmax", "argmax", "argmin", "any",
-     "all", "prod", "norm", "std", "var", "cumsum", "cumprod", "abs", "sqrt", "exp", "log",
+     "all", "prod", "norm", "std", "var", "cumsum", "cumprod", "abs", "sqrt", "exp",
      "clamp", "clamp_min", "clamp_max", "float", "half", "bfloat16", "double", "long", "int",
      "bool", "eq", "ne", "lt", "le", "gt", "ge", "isnan", "isinf", "isfinite", "logical_and",
-     "logical_or", "logical_not", "view", "reshape", "flatten", "squeeze", "unsqueeze",
-     "permute", "transpose", "expand", "contiguous", "clone", "detach", "masked_fill",
-     "index_select", "gather", "cuda", "softmax", "log_softmax", "sigmoid", "relu",
-     "count_nonzero", "new_zeros", "new_ones", "new_empty", "new_full", "new_tensor"}
+     "logical_or", "logical_not", "masked_fill", "index_select", "softmax", "log_softmax",
+     "sigmoid", "count_nonzero", "new_zeros", "new_ones", "new_empty", "new_full",
+     "new_tensor", "view", "reshape", "flatten", "squeeze", "unsqueeze", "permute",
+     "contiguous"}
+)  # fmt: skip
+# torch functions returning Python values (bools, numbers, dtypes), not tensors.
+_PYTHON_RESULTS = frozenset(
+    {"equal", "allclose", "is_nonzero", "is_tensor", "is_floating_point", "is_complex",
+     "is_storage", "is_same_size", "numel", "can_cast", "result_type", "promote_types"}
 )  # fmt: skip
 # Tensor methods and torch functions returning a tuple of tensors, not one tensor.
 _SEQUENCE_OPS = frozenset(
@@ -144,7 +150,12 @@ _DTYPE_WORDS = ("dtype", "float", "half", "int", "long", "bool", "bfloat16", "do
 
 def is_host_name(name: str) -> bool:
     """True for names that say their value lives on the host (``x_cpu``, ``cpu_x``...)."""
-    return name.endswith(_HOST_SUFFIXES) or name.startswith(_HOST_PREFIXES) or is_pinned_name(name)
+    return (
+        name.endswith(_HOST_SUFFIXES)
+        or name.startswith(_HOST_PREFIXES)
+        or "cpu" in name.lower().split("_")  # seq_lens_cpu_upper_bound
+        or is_pinned_name(name)
+    )
 
 
 def is_pinned_name(name: str) -> bool:
@@ -189,10 +200,22 @@ def _is_tensor(value: Value) -> bool:
     return TENSOR in value.tags and PYSEQ not in value.tags
 
 
+def _tensor_result(result: Value, operands: Sequence[Value]) -> bool:
+    """True when an operator's ``result`` is a tensor living where a tensor operand does.
+
+    ``host_tensor < self.threshold`` is unknown only because of the other operand,
+    which is then most likely a Python number: the result is not known to be a
+    tensor that may be on the device.
+    """
+    return any(_is_tensor(value) and value.place >= result.place for value in operands)
+
+
 def _torch_result_kind(function: str, result: Value) -> Value:
     """Tag what ``torch.<function>`` returns: a stream, an event, a tuple of tensors,
     or a tensor (functions of the tensor namespaces, when the data may be on the device)."""
     namespace, _, name = function.rpartition(".")
+    if namespace == "" and name in _PYTHON_RESULTS:
+        return HOST
     if namespace in ("", "cuda", "xpu", "accelerator"):
         if name in _STREAM_FACTORIES:
             return HOST.with_tags(STREAM)
@@ -391,7 +414,7 @@ class FileAnalyzer:
         if isinstance(node, ast.BinOp):
             left, right = self.value(node.left), self.value(node.right)
             result = join(left, right)
-            if _is_tensor(left) or _is_tensor(right):
+            if _tensor_result(result, (left, right)):
                 result = result.with_tags(TENSOR)
             if isinstance(node.op, (ast.BitAnd, ast.BitOr, ast.BitXor)) and (
                 BOOL in left.tags or BOOL in right.tags
@@ -437,7 +460,7 @@ class FileAnalyzer:
         ):
             return HOST.with_tags(BOOL)  # `key in dict`, `x in (a, b)`
         result = join(*operands).with_tags(BOOL)
-        return result.with_tags(TENSOR) if any(map(_is_tensor, operands)) else result
+        return result.with_tags(TENSOR) if _tensor_result(result, operands) else result
 
     def _comprehension_value(
         self, node: ast.ListComp | ast.SetComp | ast.GeneratorExp | ast.DictComp, elt: ast.expr
@@ -736,7 +759,12 @@ class FileAnalyzer:
             if isinstance(node.target, ast.Name):
                 scope.assigned.pop(node.target.id, None)
                 current = self._name_value(node.target.id)
-                self.scope.env[node.target.id] = join(current, self.value(node.value))
+                in_place = _is_tensor(current) or (
+                    BOOL in current.tags and isinstance(node.op, (ast.BitOr, ast.BitAnd))
+                )
+                # An in-place op on a tensor (or a mask) keeps the target where it is.
+                if not in_place:
+                    self.scope.env[node.target.id] = join(current, self.value(node.value))
         elif isinstance(node, (ast.Expr, ast.Return)):
             if node.value is not None:
                 self._expression(node.value)
