@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
@@ -13,6 +14,13 @@ from syncguard.values import Place
 
 _FACTORIES = frozenset({"torch.tensor", "torch.as_tensor", "torch.asarray"})
 _SHOWN_SITES = 4
+# Path words that mark a platform-specific backend: alternatives never run together.
+_PLATFORM_WORDS = {
+    "rocm": "rocm", "aiter": "rocm", "hip": "rocm", "amd": "rocm", "xpu": "xpu",
+    "tpu": "tpu", "pallas": "tpu", "hpu": "hpu", "gaudi": "hpu", "npu": "npu",
+    "ascend": "npu", "mlu": "mlu", "musa": "musa", "neuron": "neuron", "cpu": "cpu",
+    "mps": "mps",
+}  # fmt: skip
 
 
 @dataclass(frozen=True, slots=True)
@@ -25,6 +33,24 @@ class MappingCopy:
     built: tuple[int, int] | None  # lines of the expression that builds it, when elsewhere
 
 
+@dataclass(frozen=True, slots=True)
+class StageFill:
+    """A host tensor (``stage``: a local name or ``self.x``) filled with a mapping."""
+
+    stage: str
+    term: Term
+    description: str
+    lines: tuple[int, int]
+
+
+@dataclass(frozen=True, slots=True)
+class StageCopy:
+    """A copy to the device from the host tensor ``stage`` (a mapping if it was filled with one)."""
+
+    stage: str
+    span: Span
+
+
 class DuplicatedMapping(Rule):
     """Flags an index mapping (token-to-request, lengths, offsets, positions, chunk indices)
     built from the same data and copied to the device in two or more hot functions.
@@ -35,6 +61,9 @@ class DuplicatedMapping(Rule):
     into its own device buffer. With three attention backends doing this, the step pays
     the work three times. Equivalent spellings are recognised (see
     :mod:`syncguard.canonical`), across files, keyed by the data the mapping derives from.
+    Only host-built data counts, and backends written for different platforms (a path
+    that names rocm/aiter, xpu, tpu, cpu...) are alternatives that never run in one
+    process, so they are not counted as duplicates of each other.
 
     How to fix: build the mapping once per step in the shared per-step metadata, copy it
     once through a persistent pinned stage into one persistent device buffer, and hand
@@ -114,33 +143,65 @@ class TritonMetadataBuilder:
     ]
 
     def visit_Call(self, node: ast.Call, ctx: Context) -> None:
+        func = node.func
+        if (
+            isinstance(func, ast.Attribute)
+            and func.attr == "copy_"
+            and node.args
+            and ctx.value(func.value).on_host
+        ):
+            self._fill(func.value, node.args[0], node, ctx)  # stage.copy_(host_mapping)
+            return
         payload = _copied_to_device(node, ctx)
         if payload is not None:
-            self._record(node, payload, ctx)
+            self._copy(node, payload, ctx)
 
     def visit_Assign(self, node: ast.Assign, ctx: Context) -> None:
         for target in node.targets:
-            if isinstance(target, ast.Subscript) and ctx.value(target.value).may_be_device:
-                self._record(node, node.value, ctx)  # device_buffer[:n] = host_mapping
+            if isinstance(target, ast.Subscript):
+                if ctx.value(target.value).may_be_device:
+                    self._copy(node, node.value, ctx)  # device_buffer[:n] = host_mapping
+                else:
+                    self._fill(target, node.value, node, ctx)  # stage_np[:n] = mapping
                 return
 
-    def _record(self, node: ast.AST, payload: ast.expr, ctx: Context) -> None:
-        if ctx.value(payload).place is Place.DEVICE:
-            return  # built on the device: not a host-to-device copy
+    def _copy(self, node: ast.AST, payload: ast.expr, ctx: Context) -> None:
+        if not ctx.value(payload).on_host:
+            return  # built on the device (or maybe): not host work copied up
         form = canonical_form(payload, ctx)
-        if form is None:
+        if form is not None:
+            built = _built_at(payload, ctx)
+            ctx.record(MappingCopy(form.term, form.describe(), ctx.span(node), built))
             return
-        ctx.record(MappingCopy(form.term, form.describe(), ctx.span(node), _built_at(payload, ctx)))
+        stage = _stage_name(payload)
+        if stage is not None:
+            ctx.record(StageCopy(stage, ctx.span(node)))
+
+    def _fill(self, target: ast.expr, value: ast.expr, node: ast.AST, ctx: Context) -> None:
+        stage = _stage_name(target)
+        host = stage is not None and ctx.value(value).on_host
+        form = canonical_form(value, ctx) if host else None
+        if stage is not None and form is not None:
+            span = ctx.span(node)
+            ctx.record(StageFill(stage, form.term, form.describe(), (span.line, span.end_line)))
 
     def check_project(self, project: ProjectView) -> Iterable[ProjectReport]:
         groups: dict[Term, list[tuple[Record, MappingCopy]]] = {}
+        fills: dict[tuple[str, str, str], StageFill] = {}
         for record in project.records(self.code):
-            copy = record.item
-            if not isinstance(copy, MappingCopy):
-                continue
             if project.scope == "hot" and project.hot(record.path, record.function) is None:
                 continue
-            groups.setdefault(copy.term, []).append((record, copy))
+            item = record.item
+            if isinstance(item, StageFill):
+                fills[(record.path, record.function, item.stage)] = item
+                continue
+            if isinstance(item, StageCopy):
+                fill = fills.get((record.path, record.function, item.stage))
+                if fill is None:
+                    continue
+                item = MappingCopy(fill.term, fill.description, item.span, fill.lines)
+            if isinstance(item, MappingCopy):
+                groups.setdefault(item.term, []).append((record, item))
         for members in groups.values():
             if len({(record.path, record.function) for record, _ in members}) >= 2:
                 yield from self._reports(members)
@@ -148,11 +209,15 @@ class TritonMetadataBuilder:
     def _reports(self, members: list[tuple[Record, MappingCopy]]) -> Iterator[ProjectReport]:
         for record, copy in members:
             here = (record.path, record.function)
+            platform = _platform(record.path)
             others = [
                 f"{other.path}:{other_copy.span.line} ({other.function})"
                 for other, other_copy in members
                 if (other.path, other.function) != here
+                and _same_process(platform, _platform(other.path))
             ]
+            if not others:
+                continue
             shown = ", ".join(others[:_SHOWN_SITES])
             if len(others) > _SHOWN_SITES:
                 shown += f" and {len(others) - _SHOWN_SITES} more"
@@ -164,7 +229,7 @@ class TritonMetadataBuilder:
                 statement=(span.line, span.end_line),
                 message=(
                     f"{copy.description} is built and copied to the device here and again in "
-                    f"{shown}: the same per-step work, done {len(members)} times"
+                    f"{shown}: the same per-step work, done {len(others) + 1} times"
                 ),
                 suggestion=(
                     "build it once per step in the shared per-step metadata (one pinned "
@@ -192,6 +257,42 @@ def _copied_to_device(node: ast.Call, ctx: Context) -> ast.expr | None:
     final = name.rpartition(".")[2]
     if node.args and ("h2d" in final or "to_device" in final):
         return node.args[0]  # async_tensor_h2d(host, device)
+    return None
+
+
+def _platform(path: str) -> str | None:
+    """The accelerator platform a file is written for, from its path (``rocm_aiter_mla.py``
+    -> ``rocm``); None for code shared by every platform."""
+    for word in re.split(r"[^a-z0-9]+", path.lower()):
+        platform = _PLATFORM_WORDS.get(word)
+        if platform is not None:
+            return platform
+    return None
+
+
+def _same_process(first: str | None, second: str | None) -> bool:
+    """Whether code for these platforms can run in one process (one of them is shared)."""
+    return first is None or second is None or first == second
+
+
+def _stage_name(node: ast.expr) -> str | None:
+    """The host tensor ``node`` reads or writes: ``stage`` for ``stage[:n]`` or
+    ``stage.numpy()[:n]``, ``self.stage`` for ``self.stage[:n]``; None for anything else."""
+    while True:
+        if isinstance(node, ast.Subscript):
+            node = node.value
+        elif (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr in ("numpy", "view", "reshape", "flatten")
+        ):
+            node = node.func.value
+        else:
+            break
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
+        return f"{node.value.id}.{node.attr}"
     return None
 
 

@@ -48,7 +48,7 @@ _CONCAT = frozenset({"numpy.concatenate", "torch.cat", "torch.concat", "torch.co
 _STACK = frozenset({"numpy.stack", "torch.stack"})
 _SEARCHSORTED = frozenset({"numpy.searchsorted", "torch.searchsorted"})
 _PAD = frozenset({"torch.nn.functional.pad", "numpy.pad"})
-_CEIL = frozenset({"torch.ceil", "numpy.ceil", "math.ceil"})
+_CEIL = frozenset({"torch.ceil", "numpy.ceil"})  # not math.ceil: a Python number, no index
 _ZEROS = frozenset({"torch.zeros", "numpy.zeros", "torch.tensor", "numpy.array"})
 _CEIL_DIV_NAMES = frozenset({"cdiv", "ceil_div", "ceildiv", "div_up", "div_round_up"})
 
@@ -111,8 +111,8 @@ def kind_of(term: Term) -> str | None:
         return "start offsets"
     if head == "lengths":
         return "per-sequence lengths"
-    if head == "ceil_div":
-        return "chunk counts per sequence"
+    if head == "ceil_div" and term[1][0] == "lengths":
+        return "chunk counts per sequence"  # of lengths taken from offsets: not of a scalar
     if head == "stack" and len(term) == 3:
         first, second = term[1], term[2]
         if first[0] == "segment_ids" and second == ("positions", first[1]):

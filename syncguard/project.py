@@ -402,7 +402,8 @@ class Project:
             for caller, call in self.callers.get(target, ()):
                 changed = False
                 caller_params = self.functions[caller].params
-                for name, entries in summary[target].items():
+                # list(): a recursive call (caller == target) adds to the entries it reads.
+                for name, entries in list(summary[target].items()):
                     argument = self._argument(call, target, name)
                     if argument is None or argument.place is not Place.PARAM:
                         continue
@@ -411,7 +412,7 @@ class Project:
                         if outer not in caller_params:
                             continue
                         mine = summary.setdefault(caller, {}).setdefault(outer, {})
-                        for key, chain in entries.items():
+                        for key, chain in list(entries.items()):
                             if key not in mine:
                                 mine[key] = _Chain(
                                     (step, *chain.steps), chain.site, chain.site_path
