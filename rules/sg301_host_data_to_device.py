@@ -47,6 +47,7 @@ class Sampler(nn.Module):
         host = torch.tensor(lens)                           # stays on the host
         staged = torch.tensor(lens, pin_memory=True).to(x.device, non_blocking=True)
         ids = torch.as_tensor(x.argmax(-1), device=x.device)  # device data: no host copy
+        empty = torch.tensor([], device=x.device)             # nothing to copy
         return staged
 """
         ),
@@ -96,6 +97,8 @@ class Sampler(nn.Module):
             return
         if not node.args or any(isinstance(a, ast.Starred) for a in node.args):
             return
+        if isinstance(node.args[0], (ast.List, ast.Tuple)) and not node.args[0].elts:
+            return  # torch.tensor([], device=d): nothing to copy
         data = ctx.value(node.args[0])
         if may_be_device_tensor(data) or (PYSEQ in data.tags and not data.on_host):
             return  # device data: a device copy, or a conversion another rule reports

@@ -14,11 +14,14 @@ class PageableNonBlockingCopy(Rule):
     ``device_buf.copy_(host, non_blocking=True)`` when ``host`` is a host tensor not known
     to be pinned.
 
-    Pinned means: ``.pin_memory()``, a factory with ``pin_memory=...`` (a flag
-    such as ``is_pin_memory_available()`` counts), a slice or view of one, a
-    ``self`` attribute made so in ``__init__``, or a name that says ``pinned``.
-    Everything else -- ``torch.from_numpy``, ``torch.tensor(list)``, a ``*_cpu``
-    tensor of unknown origin -- is treated as pageable.
+    Pageable means made here in ordinary memory: ``torch.from_numpy``,
+    ``torch.tensor(list)``, a host factory without ``pin_memory``, a torch op on
+    host data (``torch.cat``), a slice or view of one, or a ``self`` attribute
+    made so in ``__init__``. Pinned means ``.pin_memory()``, ``pin_memory=``
+    anything but False (a flag such as ``PIN_MEMORY`` counts, also on helpers
+    like ``make_tensor_with_pad``), or a name that says ``pinned``. A host
+    tensor made elsewhere (another object's ``*_cpu`` buffer, a helper's
+    result) is not reported: whether it is pinned is decided where it is made.
 
     Why it syncs: the driver can only copy asynchronously from page-locked
     memory; from pageable memory it stages the data and returns after the copy,
@@ -95,14 +98,12 @@ class Runner(nn.Module):
         copy = host_to_device_copy(node, ctx)
         if copy is None or not copy.non_blocking or copy.pinned:
             return
-        known = PAGEABLE in ctx.value(copy.source).tags
-        source = ctx.source(copy.source)
+        if PAGEABLE not in ctx.value(copy.source).tags:
+            return  # made elsewhere (another object, a helper): its memory is not known
         ctx.report(
             node,
             subject=copy.subject,
-            message=(
-                f"`{source}` is {'pageable' if known else 'not known to be pinned'}: {self.message}"
-            ),
+            message=f"`{ctx.source(copy.source)}` is pageable: {self.message}",
             suggestion=(
                 "fill a pinned stage allocated once (`torch.empty(n, pin_memory=True)`) "
                 "and copy that"

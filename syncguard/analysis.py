@@ -234,8 +234,11 @@ def _merge(a: Value, b: Value) -> Value:
     if a == b:
         return a
     merged = join(a, b)
-    common = a.tags & b.tags
-    return merged.with_tags(*common) if common else merged
+    # A bare host value on one side is typically ``None`` (``self.stage = None``, then
+    # ``self.stage = torch.empty(..., pin_memory=True)`` on a branch): where the data is
+    # used, it is the other side's kind.
+    tags = a.tags | b.tags if HOST in (a, b) else a.tags & b.tags
+    return merged.with_tags(*tags) if tags else merged
 
 
 @dataclass
@@ -509,7 +512,7 @@ class FileAnalyzer:
     def _call_value(self, node: ast.Call) -> Value:
         func = node.func
         helper = func.id if isinstance(func, ast.Name) else getattr(func, "attr", "")
-        if _PINNING_HELPER.search(helper):
+        if _PINNING_HELPER.search(helper) or self._asks_pinned(node):
             return HOST.with_tags(PINNED, TENSOR)
         qualified = self.qualified_name(func)
         if qualified is not None:
@@ -678,7 +681,19 @@ class FileAnalyzer:
         result = join(*operands) if operands else HOST
         if name in _BOOL_METHODS or name in ("isin", "isclose"):
             return result.with_tags(BOOL)
+        if result.on_host and name[:1].islower() and name not in ("device", "finfo", "iinfo"):
+            return result.with_tags(PAGEABLE)  # a new host tensor in ordinary memory
         return result
+
+    def _asks_pinned(self, node: ast.Call) -> bool:
+        """A call passing ``pin_memory=`` something other than False: a helper such as
+        ``make_tensor_with_pad(..., pin_memory=PIN_MEMORY)`` building a pinned host tensor.
+        (torch factories are handled with their other arguments.)"""
+        flag = self._keyword(node, "pin_memory")
+        if flag is None or (isinstance(flag, ast.Constant) and not flag.value):
+            return False
+        qualified = self.qualified_name(node.func) or ""
+        return not qualified.startswith("torch.")
 
     def _dtype_tags(self, dtype: ast.expr) -> frozenset[str]:
         """Boolean and integer dtypes make masks and index tensors."""
