@@ -416,7 +416,7 @@ class FileAnalyzer:
             return base
         if isinstance(node, ast.BinOp):
             left, right = self.value(node.left), self.value(node.right)
-            result = join(left, right)
+            result = self._with_host_data((node.left, node.right), join(left, right))
             if _tensor_result(result, (left, right)):
                 result = result.with_tags(TENSOR)
             if isinstance(node.op, (ast.BitAnd, ast.BitOr, ast.BitXor)) and (
@@ -463,7 +463,32 @@ class FileAnalyzer:
         ):
             return HOST.with_tags(BOOL)  # `key in dict`, `x in (a, b)`
         result = join(*operands).with_tags(BOOL)
+        result = self._with_host_data([node.left, *node.comparators], result)
         return result.with_tags(TENSOR) if _tensor_result(result, operands) else result
+
+    def _with_host_data(self, operands: Sequence[ast.expr], result: Value) -> Value:
+        """An operator on host data (a ``*_cpu`` array, a host tensor or mask) whose other
+        operands are not known device tensors computes on the host: mixing host data with
+        a device tensor is an error (0-d host tensors aside), so those operands are
+        Python numbers or host data too (``lens_cpu + self.block_size``)."""
+        if result.on_host or not any(self._is_host_data(operand) for operand in operands):
+            return result
+        for operand in operands:
+            value = self.value(operand)
+            if value.place is Place.DEVICE or (_is_tensor(value) and value.may_be_device):
+                return result
+        return HOST.with_tags(*(result.tags | {TENSOR}))
+
+    def _is_host_data(self, node: ast.expr) -> bool:
+        value = self.value(node)
+        if not value.on_host or value.tags & {PYSEQ, SCALAR}:
+            return False
+        if value.tags & {TENSOR, BOOL, INDEX, PINNED, PAGEABLE}:
+            return True
+        while isinstance(node, ast.Subscript):
+            node = node.value
+        name = node.id if isinstance(node, ast.Name) else getattr(node, "attr", "")
+        return is_host_name(name)
 
     def _comprehension_value(
         self, node: ast.ListComp | ast.SetComp | ast.GeneratorExp | ast.DictComp, elt: ast.expr
