@@ -35,6 +35,7 @@ class PinMemoryPerStep(Rule):
     tokens = ("pin_memory(",)
     cost = "host time: 110.48 us per step naive vs 21.28 us with a persistent pinned stage (H200)"
     graph_break = False
+    blocks_host = False
 
     VALID = [
         Valid(
