@@ -13,11 +13,12 @@ from syncguard._version import __version__
 
 if TYPE_CHECKING:
     from syncguard.config import Settings
+    from syncguard.engine import LintResult
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 
 
-def _parser() -> argparse.ArgumentParser:
+def _parser(with_verify: bool = True) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="syncguard",
         description="Find GPU host-device synchronizations in the hot paths of PyTorch code.",
@@ -48,6 +49,16 @@ def _parser() -> argparse.ArgumentParser:
     check.add_argument("--exit-zero", action="store_true", help="exit 0 even with findings")
     check.add_argument("--statistics", action="store_true", help="count findings per rule")
     check.add_argument("--no-color", action="store_true", help="never use ANSI colours")
+    check.add_argument(
+        "--jobs", "-j", type=_job_count, metavar="N",
+        help="analyse files in N processes (default: the number of CPU cores)",
+    )  # fmt: skip
+    check.add_argument("--no-cache", action="store_true", help="neither read nor write the cache")
+    check.add_argument(
+        "--cache-dir", metavar="DIR",
+        help="cache folder (default: .syncguard_cache beside the config file, or in the "
+        "current directory)",
+    )  # fmt: skip
     check.add_argument("--fix", action="store_true", help="apply safe fixes to the files")
     check.add_argument(
         "--unsafe-fixes", action="store_true",
@@ -62,7 +73,44 @@ def _parser() -> argparse.ArgumentParser:
     rule.add_argument("code", nargs="?", help="rule code, e.g. SG101")
     rule.add_argument("--all", action="store_true", help="list every rule")
     rule.add_argument("--output-format", choices=("text", "json"), default="text")
+
+    verify = commands.add_parser(
+        "verify", help="run a callable under the runtime audit and cross-check the linter"
+    )
+    if with_verify:  # its options live in syncguard.runtime.verify: import it only when used
+        from syncguard.runtime.verify import add_verify_arguments
+
+        add_verify_arguments(verify)
     return parser
+
+
+def _job_count(text: str) -> int:
+    try:
+        jobs = int(text)
+    except ValueError:
+        jobs = 0
+    if jobs < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number of processes >= 1, got {text!r}")
+    return jobs
+
+
+def _default_jobs() -> int:
+    """CPU cores this process may use."""
+    if hasattr(os, "sched_getaffinity"):
+        return max(len(os.sched_getaffinity(0)), 1)
+    return os.cpu_count() or 1
+
+
+def _cache_dir(args: argparse.Namespace, settings: Settings) -> Path | None:
+    """Where the cache lives for this run; None with --no-cache."""
+    from syncguard.cache import CACHE_FOLDER
+
+    if args.no_cache:
+        return None
+    if args.cache_dir:
+        return Path(args.cache_dir)
+    base = settings.source.parent if settings.source is not None else Path.cwd()
+    return base / CACHE_FOLDER
 
 
 def _error(message: str) -> int:
@@ -72,7 +120,6 @@ def _error(message: str) -> int:
 
 def _check(args: argparse.Namespace) -> int:
     from syncguard.config import ConfigError, check_selectors, find_config, load, parse_codes
-    from syncguard.engine import lint_files
     from syncguard.reporting import WRITERS, summary, write_statistics
     from syncguard.rules import all_rules
 
@@ -112,7 +159,7 @@ def _check(args: argparse.Namespace) -> int:
             else "No fixes applied."
         )
     else:
-        result = lint_files(args.paths, settings=settings)
+        result = _lint(args, settings)
     output_format = args.output_format or ("full" if sys.stdout.isatty() else "concise")
     color = sys.stdout.isatty() and not args.no_color and "NO_COLOR" not in os.environ
     WRITERS[output_format](result.findings, result.rules, sys.stdout, color)
@@ -120,6 +167,8 @@ def _check(args: argparse.Namespace) -> int:
         write_statistics(result.findings, result.rules, sys.stdout)
     for problem in result.problems:
         sys.stderr.write(f"{problem}\n")
+    for warning in result.warnings:
+        sys.stderr.write(f"syncguard: warning: {warning}\n")
     if output_format in ("full", "concise"):
         sys.stdout.write(summary(result.findings, result.files) + "\n")
         if fix_note:
@@ -129,6 +178,27 @@ def _check(args: argparse.Namespace) -> int:
     if result.findings and not args.exit_zero:
         return EXIT_FINDINGS
     return EXIT_CLEAN
+
+
+def _lint(args: argparse.Namespace, settings: Settings) -> LintResult:
+    """Lint with the run options (processes, cache, progress bar on a terminal)."""
+    from syncguard.engine import lint_files
+    from syncguard.progress import ProgressBar
+
+    progress = None
+    if sys.stderr.isatty() and args.output_format in (None, "full", "concise"):
+        progress = ProgressBar(sys.stderr)
+    try:
+        return lint_files(
+            args.paths,
+            settings=settings,
+            jobs=args.jobs or _default_jobs(),
+            cache_dir=_cache_dir(args, settings),
+            progress=progress,
+        )
+    finally:
+        if progress is not None:
+            progress.close()
 
 
 def _diff(args: argparse.Namespace, settings: Settings) -> int:
@@ -160,13 +230,18 @@ def _rule(args: argparse.Namespace) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = _parser()
-    args = parser.parse_args(argv)
+    arguments = list(sys.argv[1:] if argv is None else argv)
+    parser = _parser(with_verify=bool(arguments) and arguments[0] == "verify")
+    args = parser.parse_args(arguments)
     try:
         if args.command == "check":
             return _check(args)
         if args.command == "rule":
             return _rule(args)
+        if args.command == "verify":
+            from syncguard.runtime.verify import run_verify
+
+            return run_verify(args)
         parser.print_help()
         return EXIT_ERROR
     except KeyboardInterrupt:

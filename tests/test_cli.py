@@ -180,3 +180,18 @@ def test_linter_never_imports_torch(tree: Path) -> None:
         [shutil.which("python") or "python", "-c", probe], cwd=tree, capture_output=True, text=True
     )
     assert result.returncode == 0, result.stderr
+
+
+def test_verify_subcommand_confirms_runtime_syncs_against_the_linter(tmp_path: Path) -> None:
+    (tmp_path / "steps.py").write_text(
+        "import torch\n\n"
+        "def make():\n    return (torch.arange(6),)\n\n"
+        "def step(x):\n    total = x.sum().item()\n    return x.nonzero(), total\n\n"
+        "def hidden(x):\n    return x.tolist()  # syncguard: ignore[SG102]\n"
+    )
+    result = run_cli("verify", "steps:step", "--args-factory", "steps:make", cwd=tmp_path)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "confirmed 2, missed by the linter 0" in result.stdout
+    assert "steps.py:7" in result.stdout and "steps.py:8" in result.stdout
+    bad = run_cli("verify", "steps:nope", cwd=tmp_path)
+    assert bad.returncode == 2 and "Traceback" not in bad.stderr
