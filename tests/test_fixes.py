@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import json
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -13,6 +14,7 @@ import pytest
 
 from syncguard.analysis import FileAnalyzer
 from syncguard.cli import main
+from syncguard.engine import lint_files
 from syncguard.facts import Edit, Fix, Span
 from syncguard.fixes import (
     SAFE,
@@ -237,3 +239,21 @@ def test_linting_and_importing_the_fixer_do_not_import_libcst(tmp_path) -> None:
         [sys.executable, "-c", script], capture_output=True, text=True, check=False
     )
     assert completed.returncode == 0, completed.stderr
+
+
+def test_fixture_findings_have_suggestions_and_fixes_round_trip(tmp_path, monkeypatch) -> None:
+    """Every finding on the fixtures says how to fix it; applying every fix (unsafe
+    included) leaves files that parse, and a second pass changes nothing."""
+    fixtures = Path(__file__).resolve().parent.parent / "fixtures"
+    shutil.copytree(fixtures, tmp_path / "fixtures")
+    monkeypatch.chdir(tmp_path)
+    first = fix_paths(["fixtures"], unsafe=True)
+    assert first.applied >= 3 and not first.result.problems
+    before = lint_files(["fixtures"])
+    assert before.findings and all(finding.suggestion for finding in before.findings)
+    for path, text in first.fixed.items():
+        assert parses(text), path
+        Path(path).write_text(text, encoding="utf-8")
+    second = fix_paths(["fixtures"], unsafe=True)
+    assert second.applied == 0 and second.fixed == {}
+    assert all(finding.suggestion for finding in second.result.findings)
