@@ -12,9 +12,12 @@ class EventElapsedTime(Rule):
     """Flags ``start.elapsed_time(end)`` on CUDA events (same receiver heuristic as
     SG402: known events, or names that say ``event``).
 
-    Why it syncs: ``elapsed_time`` needs both events completed -- it raises
-    otherwise -- so per-step timing always comes with a host wait for the recorded
-    work (an ``end.synchronize()`` or ``torch.cuda.synchronize()`` before it).
+    Why it costs: ``elapsed_time`` does not wait itself -- it raises unless both
+    events have already completed (it checks ``query()``) -- so per-step timing
+    only works behind a host wait for the timed work (``end.synchronize()`` or
+    ``torch.cuda.synchronize()``, reported by SG402 / SG401). The finding marks
+    the timing code that forces that wait into the step; it is not counted as a
+    sync itself.
 
     How to fix: record the events every step, keep them, and read the elapsed times
     after the run (or every N steps, outside the hot path).
@@ -22,10 +25,11 @@ class EventElapsedTime(Rule):
 
     code = "SG403"
     name = "event-elapsed-time"
-    message = "`Event.elapsed_time()` needs completed events: per-step timing waits for the GPU"
+    message = "`Event.elapsed_time()` needs completed events: timing each step forces a host wait"
     tokens = ("elapsed_time",)
-    cost = "waits for the timed work to finish (an event synchronize: no sync warning)"
+    cost = "no wait itself; the synchronize it needs waits for the timed work"
     graph_break = False
+    blocks_host = False
 
     VALID = [
         Valid(
