@@ -17,6 +17,13 @@ _MUTATORS = frozenset(
 )  # fmt: skip
 # Attributes that stay the same when their object is rebound in the loop.
 _STABLE_ATTRIBUTES = frozenset({"device", "dtype"})
+_LOOPS = (ast.For, ast.AsyncFor, ast.While)
+# Call names that may copy to the device or build an index (a prefilter).
+_WORK_CALLS = frozenset(
+    {"to", "cuda", "copy_", "tensor", "as_tensor", "asarray", "repeat", "repeat_interleave",
+     "diff", "ediff1d", "cumsum", "searchsorted", "cat", "concat", "concatenate", "stack",
+     "pad", "cdiv", "ceil_div", "ceildiv", "div_up", "div_round_up", "ceil"}
+)  # fmt: skip
 _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
 _COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)
 
@@ -107,17 +114,13 @@ class Runner:
     ]
 
     def visit_For(self, node: ast.For, ctx: Context) -> None:
+        if not _may_hold_work(node):
+            return
         changing, bound = _changing_names(node)
         names = _LoopNames(ctx, bound)
         stored = set(bound) | changing
         iterable = ctx.source(node.iter)
-        for candidate in _candidates(node.body, changing):
-            # Placement is known only for data bound before the loop (the analysis has not
-            # walked the body yet); index builds need no placement.
-            placed = not _reads_any(candidate, stored)
-            found = _kind_of_work(candidate, ctx, names, placed)
-            if found is None:
-                continue
+        for candidate, found in _work(_invariant_roots(node.body, changing), ctx, names, stored):
             ctx.report(
                 candidate,
                 subject=None,
@@ -145,8 +148,6 @@ class _LoopNames:
 
 def _kind_of_work(node: ast.expr, ctx: Context, names: _LoopNames, placed: bool) -> str | None:
     """What repeated work ``node`` is: a host-to-device copy, an index build, or None."""
-    if not isinstance(node, (ast.Call, ast.BinOp, ast.Subscript)):
-        return None
     if isinstance(node, ast.Call) and placed:
         func = node.func
         if isinstance(func, ast.Attribute):
@@ -175,18 +176,66 @@ def _kind_of_work(node: ast.expr, ctx: Context, names: _LoopNames, placed: bool)
     return None
 
 
-def _candidates(body: list[ast.stmt], changing: set[str]) -> Iterator[ast.expr]:
-    """Outermost expressions of the loop body (not of nested loops) reading nothing that
-    changes in the loop."""
-    stack: list[ast.AST] = list(reversed(body))
+def _may_hold_work(loop: ast.For) -> bool:
+    """A cheap first look: a call that copies or builds an index, or a ``[1:]`` slice."""
+    for node in ast.walk(loop):
+        if isinstance(node, ast.Call):
+            func = node.func
+            name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+            if name in _WORK_CALLS:
+                return True
+        elif (
+            isinstance(node, ast.Slice)
+            and isinstance(node.lower, ast.Constant)
+            and node.lower.value == 1
+        ):
+            return True
+    return False
+
+
+def _invariant_roots(body: list[ast.stmt], changing: set[str]) -> list[ast.expr]:
+    """Outermost expressions of the loop body (not of nested loops or scopes) that read
+    nothing changing in the loop."""
+    roots: list[ast.expr] = []
+
+    def reads_changing(node: ast.AST) -> bool:
+        if isinstance(node, (*_SCOPES, *_COMPREHENSIONS, *_LOOPS, ast.NamedExpr, ast.Await)):
+            return True  # nested loops are checked on their own; scopes have their own names
+        if isinstance(node, ast.Attribute) and node.attr in _STABLE_ATTRIBUTES:
+            return False  # x.device does not change when x is rebound to the next output
+        if isinstance(node, ast.Name):
+            return node.id in changing
+        first_root = len(roots)
+        reads = False
+        for child in ast.iter_child_nodes(node):
+            reads = reads_changing(child) or reads
+        if isinstance(node, ast.Attribute) and _dotted(node) in changing:
+            reads = True
+        if isinstance(node, ast.expr) and not reads:
+            del roots[first_root:]
+            roots.append(node)
+        return reads
+
+    for statement in body:
+        reads_changing(statement)
+    return roots
+
+
+def _work(
+    roots: list[ast.expr], ctx: Context, names: _LoopNames, stored: set[str]
+) -> Iterator[tuple[ast.expr, str]]:
+    """The outermost copies and index builds inside the invariant ``roots``."""
+    stack: list[ast.AST] = list(reversed(roots))
     while stack:
         node = stack.pop()
-        if isinstance(node, (*_SCOPES, *_COMPREHENSIONS, ast.For, ast.AsyncFor, ast.While)):
-            continue  # nested loops are checked on their own; scopes have their own names
-        if isinstance(node, ast.expr) and not _reads_any(node, changing):
-            yield node
-            continue
-        stack.extend(reversed(list(ast.iter_child_nodes(node))))
+        if isinstance(node, (ast.Call, ast.BinOp, ast.Subscript, ast.UnaryOp)):
+            # Placement is known only for data bound before the loop (the analysis has not
+            # walked the body yet); index builds need no placement.
+            found = _kind_of_work(node, ctx, names, placed=not _reads_any(node, stored))
+            if found is not None:
+                yield node, found
+                continue
+        stack.extend(reversed([c for c in ast.iter_child_nodes(node) if isinstance(c, ast.expr)]))
 
 
 def _reads_any(node: ast.expr, names: set[str]) -> bool:
