@@ -41,6 +41,7 @@ class LinalgCheckSync(Rule):
     message = "the op checks its result for errors on the host: it waits for the GPU"
     tokens = ("inv", "cholesky", "solve", "lu_factor", "ldl_factor")
     cost = "blocks until all queued GPU work drains (H200, about 20 ms queued)"
+    graph_break = False  # traced as ops under torch.compile: a sync, not a break
 
     VALID = [
         Valid(

@@ -27,6 +27,7 @@ class NormalStdCheckSync(Rule):
     message = "`torch.normal` checks a tensor `std` on the host: it waits for the GPU"
     tokens = ("normal(",)
     cost = "blocks until all queued GPU work drains (H200, about 20 ms queued)"
+    graph_break = False  # traced as ops under torch.compile: a sync, not a break
 
     VALID = [
         Valid(
