@@ -59,6 +59,7 @@ CHUNK_INDEX_DTYPE = torch.int64
 
 _STAGE_SLOTS = 2
 _MIN_STAGE_ELEMENTS = 256
+_MAX_VIEWS_PER_SLOT = 64
 
 
 @dataclasses.dataclass
@@ -95,18 +96,29 @@ def _count_upload(destination: torch.Tensor) -> None:
 
 
 class _StageSlot:
-    """One persistent host buffer and the event that marks its last copy done."""
+    """One persistent host buffer, its views by length, and the event of its last copy."""
 
-    __slots__ = ("copy_done", "host", "host_array")
+    __slots__ = ("copy_done", "host", "host_array", "views")
 
     def __init__(self) -> None:
         self.host: torch.Tensor | None = None
         self.host_array: np.ndarray | None = None  # a numpy view of ``host``
-        self.copy_done: Any = None  # torch.cuda.Event once the slot fed a device copy
+        self.views: dict[int, torch.Tensor] = {}  # host[:n] by n, made once per length
+        self.copy_done: torch.Event | None = None  # recorded after each copy to a GPU
+
+    def view(self, numel: int) -> torch.Tensor:
+        """``host[:numel]``, cached: slicing a tensor costs about as much as a small op."""
+        view = self.views.get(numel)
+        if view is None:
+            assert self.host is not None
+            if len(self.views) >= _MAX_VIEWS_PER_SLOT:
+                self.views.clear()
+            view = self.views[numel] = self.host[:numel]
+        return view
 
 
 class _StageRing:
-    """The slots of one (dtype, pinned) key, used in turn."""
+    """The slots of one (dtype, device) key, used in turn."""
 
     __slots__ = ("next", "slots")
 
@@ -116,19 +128,21 @@ class _StageRing:
 
 
 class PinnedStagePool:
-    """Persistent host staging buffers, shared by all steps and keyed by dtype.
+    """Persistent host staging buffers, shared by all steps and keyed by dtype and device.
 
     Each key owns a ring of ``slots`` buffers, allocated on first use and grown (to the
     next power of two) only when a step needs more room, so steady-state steps allocate
     nothing. Buffers are pinned only when the destination is a CUDA tensor. A slot is
-    rewritten only after the copy that last read it has run (checked with a non-blocking
-    ``Event.query()``); with two slots the host can prepare step N+1 while the copy of step
-    N is still queued, and waits only when it runs two steps ahead of the GPU.
+    rewritten only after the copy that last read it has run: an event recorded after each
+    copy (``torch.Event``, whose ``record`` and ``query`` stay in C++) is queried, without
+    blocking, when the ring comes back to the slot. With two slots the host can prepare
+    step N+1 while the copy of step N is still queued, and waits only when it runs two
+    steps ahead of the GPU (counted in ``counters.stage_waits``).
     """
 
     def __init__(self, slots: int = _STAGE_SLOTS) -> None:
         self._slots = slots
-        self._rings: dict[tuple[torch.dtype, bool], _StageRing] = {}
+        self._rings: dict[tuple[torch.dtype, torch.device], _StageRing] = {}
 
     def upload(
         self, destination: torch.Tensor, numel: int, fill: Callable[[np.ndarray], object]
@@ -137,37 +151,45 @@ class PinnedStagePool:
 
         ``destination`` is contiguous; its first ``numel`` elements (flattened) are written.
         """
-        pinned = destination.is_cuda
-        slot = self._next_slot(destination.dtype, pinned, numel)
-        host, host_array = slot.host, slot.host_array
-        assert host is not None and host_array is not None
-        fill(host_array[:numel])
-        flat = destination if destination.dim() == 1 else destination.view(-1)
-        target = flat if flat.numel() == numel else flat[:numel]
-        target.copy_(host if host.numel() == numel else host[:numel], non_blocking=True)
-        if pinned:
-            counters.host_to_device_copies += 1
-            if slot.copy_done is None:
-                slot.copy_done = torch.cuda.Event()
-            slot.copy_done.record()
-
-    def _next_slot(self, dtype: torch.dtype, pinned: bool, numel: int) -> _StageSlot:
-        ring = self._rings.get((dtype, pinned))
+        key = (destination.dtype, destination.device)
+        ring = self._rings.get(key)
         if ring is None:
-            ring = self._rings[(dtype, pinned)] = _StageRing(self._slots)
+            ring = self._rings[key] = _StageRing(self._slots)
         slot = ring.slots[ring.next]
         ring.next = (ring.next + 1) % len(ring.slots)
-        if slot.copy_done is not None and not slot.copy_done.query():
+        copy_done = slot.copy_done
+        if copy_done is not None and not copy_done.query():
             counters.stage_waits += 1
-            slot.copy_done.synchronize()
-        if slot.host is None or slot.host.numel() < numel:
-            capacity = max(_MIN_STAGE_ELEMENTS, 1 << max(numel - 1, 0).bit_length())
-            slot.host = torch.empty(capacity, dtype=dtype, pin_memory=pinned)
-            slot.host_array = slot.host.numpy()
-            counters.stage_allocations += 1
-            if pinned:
-                counters.pinned_allocations += 1
-        return slot
+            copy_done.synchronize()
+        host_array = slot.host_array
+        if host_array is None or host_array.size < numel:
+            host_array = self._grow(slot, destination, numel)
+        fill(host_array[:numel])
+        if destination.dim() != 1:
+            destination = destination.view(-1)
+        if destination.numel() != numel:
+            destination = destination[:numel]
+        destination.copy_(slot.view(numel), non_blocking=True)
+        if destination.is_cuda:
+            counters.host_to_device_copies += 1
+            if copy_done is None:
+                copy_done = slot.copy_done = torch.Event(destination.device)
+            if destination.get_device() == torch._C._cuda_getDevice():
+                copy_done.record()  # on the current stream of the current device, in C++
+            else:  # the copy ran on the current stream of the destination's device
+                copy_done.record(torch.cuda.current_stream(destination.device))
+
+    @staticmethod
+    def _grow(slot: _StageSlot, destination: torch.Tensor, numel: int) -> np.ndarray:
+        pinned = destination.is_cuda
+        capacity = max(_MIN_STAGE_ELEMENTS, 1 << max(numel - 1, 0).bit_length())
+        slot.host = torch.empty(capacity, dtype=destination.dtype, pin_memory=pinned)
+        slot.host_array = slot.host.numpy()
+        slot.views.clear()
+        counters.stage_allocations += 1
+        if pinned:
+            counters.pinned_allocations += 1
+        return slot.host_array
 
 
 stage_pool = PinnedStagePool()
@@ -196,9 +218,12 @@ def _check_offsets_shape(offsets: torch.Tensor, name: str) -> None:
 
 
 def _host_offsets(offsets: Any, name: str) -> tuple[np.ndarray, np.ndarray]:
-    """Validate cumulative offsets held on the host: (offsets, lengths) as numpy arrays."""
+    """Validate cumulative offsets held on the host: (offsets, lengths) as numpy arrays.
+
+    A constant number of numpy calls whatever the batch size: it runs every step.
+    """
     if isinstance(offsets, torch.Tensor):
-        if offsets.device.type != "cpu":
+        if not offsets.is_cpu:
             raise ValueError(
                 f"{name} is on {offsets.device}; pass the host copy (reading a device "
                 "tensor back blocks until all queued GPU work is done)"
@@ -218,7 +243,7 @@ def _host_offsets(offsets: Any, name: str) -> tuple[np.ndarray, np.ndarray]:
     if array[0] != 0:
         raise ValueError(f"{name} must start at 0, got {int(array[0])}")
     lengths = array[1:] - array[:-1]
-    if lengths.size and lengths.min() < 0:
+    if lengths.size and np.minimum.reduce(lengths) < 0:
         at = int(np.argmax(lengths < 0))
         raise ValueError(
             f"{name} must be non-decreasing; it drops from {int(array[at])} to "
@@ -266,8 +291,9 @@ def _check_buffer(
 
 def _write_mapping(lengths: np.ndarray, num_actual_tokens: int, out: np.ndarray) -> None:
     """Write the request index of each token into ``out``, then zeros (padding)."""
-    out[:num_actual_tokens] = np.repeat(np.arange(lengths.size, dtype=out.dtype), lengths)
-    out[num_actual_tokens:] = 0
+    out[:num_actual_tokens] = np.arange(lengths.size, dtype=out.dtype).repeat(lengths)
+    if num_actual_tokens < out.size:
+        out[num_actual_tokens:] = 0
 
 
 def _check_num_tokens(num_tokens: Any, actual: int) -> int:
@@ -287,6 +313,18 @@ class StepMetadata:
     device that mapping buffers must live on; ``num_tokens`` the padded token count (a
     CUDA-graph batch size), defaulting to the scheduled tokens.
     """
+
+    __slots__ = (
+        "_buffer",
+        "_lengths",
+        "_token_to_req",
+        "builds",
+        "num_actual_tokens",
+        "num_reqs",
+        "num_tokens",
+        "query_start_loc",
+        "query_start_loc_cpu",
+    )
 
     def __init__(
         self,
@@ -308,6 +346,7 @@ class StepMetadata:
         self.num_actual_tokens = int(starts[-1])
         self.num_tokens = _check_num_tokens(num_tokens, self.num_actual_tokens)
         self.builds = 0
+        self._buffer: torch.Tensor | None = None
         self._token_to_req: torch.Tensor | None = None
 
     def token_to_req_indices(self, buffer: torch.Tensor) -> torch.Tensor:
@@ -317,7 +356,7 @@ class StepMetadata:
         the same view. ``buffer`` is the caller's persistent ``int32`` buffer.
         """
         if self._token_to_req is not None:
-            if (
+            if buffer is not self._buffer and (
                 not isinstance(buffer, torch.Tensor)
                 or buffer.data_ptr() != self._token_to_req.data_ptr()
             ):
@@ -326,21 +365,32 @@ class StepMetadata:
                     "pass the same persistent buffer to every consumer"
                 )
             return self._token_to_req
-        device = None if self.query_start_loc is None else self.query_start_loc.device
-        _check_buffer(
-            buffer,
-            "buffer",
-            MAPPING_DTYPE,
-            lambda b: b.dim() == 1 and b.numel() >= self.num_tokens,
-            f"a 1-D tensor of at least num_tokens={self.num_tokens} elements",
-            device,
-        )
+        num_tokens = self.num_tokens
+        self._check_mapping_buffer(buffer, num_tokens)
+        view = buffer if buffer.numel() == num_tokens else buffer[:num_tokens]
         lengths, actual = self._lengths, self.num_actual_tokens
-        stage_pool.upload(buffer, self.num_tokens, lambda out: _write_mapping(lengths, actual, out))
+        stage_pool.upload(view, num_tokens, lambda out: _write_mapping(lengths, actual, out))
         self.builds += 1
-        exact = buffer.numel() == self.num_tokens
-        self._token_to_req = buffer if exact else buffer[: self.num_tokens]
-        return self._token_to_req
+        self._buffer = buffer
+        self._token_to_req = view
+        return view
+
+    def _check_mapping_buffer(self, buffer: Any, num_tokens: int) -> None:
+        if not isinstance(buffer, torch.Tensor):
+            raise ValueError(f"buffer must be a tensor, got {type(buffer).__name__}")
+        if self.query_start_loc is not None and buffer.device != self.query_start_loc.device:
+            raise ValueError(
+                f"buffer is on {buffer.device}, expected {self.query_start_loc.device}"
+            )
+        if buffer.dtype != MAPPING_DTYPE:
+            raise ValueError(f"buffer must have dtype {MAPPING_DTYPE}, got {buffer.dtype}")
+        if buffer.dim() != 1 or buffer.numel() < num_tokens:
+            raise ValueError(
+                f"buffer has shape {tuple(buffer.shape)}, needs a 1-D tensor of at least "
+                f"num_tokens={num_tokens} elements"
+            )
+        if not buffer.is_contiguous():
+            raise ValueError("buffer must be contiguous")
 
 
 def token_to_req_indices_device(query_start_loc: torch.Tensor, num_tokens: int) -> torch.Tensor:

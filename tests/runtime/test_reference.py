@@ -138,6 +138,32 @@ def test_stage_is_allocated_once_and_reused_across_steps(monkeypatch: pytest.Mon
     assert reference.counters.stage_allocations == 3  # grown once, when a step needed more
 
 
+def test_steps_of_many_lengths_share_a_slot_without_stale_views(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(reference, "stage_pool", PinnedStagePool(slots=1))
+    buffer = torch.full((200,), 99, dtype=MAPPING_DTYPE)
+
+    for num_tokens in [*range(1, 151), 3, 150, 7]:  # more lengths than a slot keeps views of
+        lengths = [num_tokens // 2, 0, num_tokens - num_tokens // 2]
+        mapping = StepMetadata(qsl_tensor(lengths)).token_to_req_indices(buffer)
+        assert mapping.tolist() == oracle_mapping(lengths, num_tokens)
+        assert mapping.data_ptr() == buffer.data_ptr()
+    assert buffer[150:].tolist() == [99] * 50  # nothing written past the longest step
+
+
+def test_stage_rings_are_kept_apart_by_dtype() -> None:
+    pool = PinnedStagePool(slots=1)
+    small = torch.zeros(4, dtype=torch.int32)
+    wide = torch.zeros(4, dtype=torch.int64)
+
+    pool.upload(small, 4, lambda out: out.__setitem__(slice(None), 7))
+    pool.upload(wide, 4, lambda out: out.__setitem__(slice(None), 2**40))
+
+    assert small.tolist() == [7] * 4
+    assert wide.tolist() == [2**40] * 4
+
+
 def test_naive_mapping_pins_nothing_without_cuda() -> None:
     reference.counters.reset()
     naive_token_to_req_indices(qsl_tensor([2, 2]), torch.zeros(4, dtype=MAPPING_DTYPE))
@@ -415,6 +441,26 @@ def test_cached_mapping_feeds_a_cuda_graph_replayed_with_new_steps() -> None:
         assert gathered.tolist() == expected
     assert reference.counters.host_to_device_copies == 5  # one per step, not per consumer
     assert reference.counters.pinned_allocations <= 2  # the stage ring, never per step
+
+
+@needs_cuda
+def test_a_stage_is_not_rewritten_while_its_copy_is_still_queued(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(reference, "stage_pool", PinnedStagePool(slots=2))
+    steps = [[1, 2, 3], [3, 2, 1], [2, 2, 2], [0, 6, 0], [6, 0, 0]]
+    buffers = [torch.zeros(6, dtype=MAPPING_DTYPE, device="cuda") for _ in steps]
+    reference.counters.reset()
+    torch.cuda._sleep(50_000_000)  # keep the GPU busy: the host runs several steps ahead
+
+    for lengths, buffer in zip(steps, buffers, strict=True):
+        qsl = qsl_tensor(lengths)
+        StepMetadata(qsl, qsl.cuda()).token_to_req_indices(buffer)
+    torch.cuda.synchronize()
+
+    for lengths, buffer in zip(steps, buffers, strict=True):
+        assert buffer.tolist() == oracle_mapping(lengths, 6)  # each step got its own values
+    assert reference.counters.stage_waits >= 1  # step 3 found both slots still being read
 
 
 @needs_cuda
