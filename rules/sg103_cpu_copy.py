@@ -27,9 +27,10 @@ class CpuCopySync(Rule):
     How to fix: take the values from host data you already keep (``seq_lens_cpu``);
     or copy with ``x.to("cpu", non_blocking=True)`` into pinned memory and read the
     result only after an event recorded behind the copy has completed, once per step
-    and outside the hot loop. The autofix adds ``non_blocking=True`` and is unsafe:
-    code that reads the result before synchronizing sees stale values; ``.cpu()``
-    becomes ``.to("cpu", non_blocking=True)``.
+    and outside the hot loop. The autofix (unsafe) adds ``non_blocking=True``
+    (``.cpu()`` becomes ``.to("cpu", non_blocking=True)``) where the copy is assigned
+    for later use; code that reads it before an event has completed sees stale
+    values. It is not offered where the result is used at once (``x.cpu().numpy()``).
     """
 
     code = "SG103"
@@ -65,19 +66,31 @@ import torch
 from torch import nn
 
 class Sampler(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.copied = torch.cuda.Event()
+
     def forward(self, logits):
         ids = logits.argmax(-1)
-        return ids.cpu()
+        self.ids_host = ids.cpu()
+        self.copied.record()                 # read ids_host after this event
+        return ids
 """,
-            line=7,
+            line=11,
             fixed="""
 import torch
 from torch import nn
 
 class Sampler(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.copied = torch.cuda.Event()
+
     def forward(self, logits):
         ids = logits.argmax(-1)
-        return ids.to("cpu", non_blocking=True)
+        self.ids_host = ids.to("cpu", non_blocking=True)
+        self.copied.record()                 # read ids_host after this event
+        return ids
 """,
         ),
         Invalid(
@@ -87,7 +100,8 @@ from torch import nn
 
 class Sampler(nn.Module):
     def forward(self, logits):
-        return logits.to(torch.device("cpu"))
+        staged = logits.to(torch.device("cpu"))
+        return logits, staged
 """,
             line=6,
             fixed="""
@@ -96,8 +110,20 @@ from torch import nn
 
 class Sampler(nn.Module):
     def forward(self, logits):
-        return logits.to(torch.device("cpu"), non_blocking=True)
+        staged = logits.to(torch.device("cpu"), non_blocking=True)
+        return logits, staged
 """,
+        ),
+        Invalid(
+            """
+import torch
+from torch import nn
+
+class Sampler(nn.Module):
+    def forward(self, logits):
+        return logits.argmax(-1).cpu().tolist()   # used at once: no autofix
+""",
+            line=6,
         ),
         Invalid(
             """
@@ -133,17 +159,29 @@ class Sampler(nn.Module):
         ),
     ]
 
+    def __init__(self) -> None:
+        self._assigned: ast.expr | None = None  # right-hand side of the current assignment
+
+    def visit_Assign(self, node: ast.Assign, ctx: Context) -> None:
+        self._assigned = node.value
+
+    def visit_AnnAssign(self, node: ast.AnnAssign, ctx: Context) -> None:
+        self._assigned = node.value
+
     def visit_Call(self, node: ast.Call, ctx: Context) -> None:
         func = node.func
         if not isinstance(func, ast.Attribute) or ctx.qualified_name(func) is not None:
             return
         source = func.value
+        # The non-blocking rewrite only makes sense where the result is kept for later
+        # (``staged = x.cpu()``), not where it is read at once (``x.cpu().numpy()``).
+        fixable = node is self._assigned
         if func.attr == "cpu" and not node.args:
-            fix = None if node.keywords else _cpu_fix(node, source, ctx)
+            fix = _cpu_fix(node, source, ctx) if fixable and not node.keywords else None
             self._report(node, source, "`.cpu()` copies to the host and waits", ctx, fix)
         elif func.attr == "to" and _targets_host(node, ctx) and not _may_be_non_blocking(node):
             message = '`.to("cpu")` without `non_blocking=True` waits'
-            self._report(node, source, message, ctx, _to_fix(node, ctx))
+            self._report(node, source, message, ctx, _to_fix(node, ctx) if fixable else None)
         elif func.attr == "numpy" and not node.args:
             force = next((k.value for k in node.keywords if k.arg == "force"), None)
             if isinstance(force, ast.Constant) and force.value is True:
