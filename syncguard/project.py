@@ -268,13 +268,15 @@ class Project:
     # ------------------------------------------------------------- hot paths
 
     def _class_kind(self, cid: ClassId) -> str | None:
-        """``module`` for nn.Module subclasses (or unknown bases), ``autograd`` for Functions."""
+        """``module`` for nn.Module subclasses, ``unknown`` when a base cannot be resolved
+        (it may be a module), ``autograd`` for Functions, None for plain classes."""
         external = self.mro(cid)[1]
         if any(base in _AUTOGRAD_FUNCTION for base in external):
             return "autograd"
-        for base in external:
-            if base in _NN_MODULE or base not in _PLAIN_BASES:
-                return "module"
+        if any(base in _NN_MODULE for base in external):
+            return "module"
+        if any(base not in _PLAIN_BASES for base in external):
+            return "unknown"
         return None
 
     def _is_cold(self, fid: FunctionId) -> bool:
@@ -297,7 +299,10 @@ class Project:
         name = function.qualname.rpartition(".")[2]
         if function.class_name is not None and name in ("forward", "__call__", "backward"):
             kind = self._class_kind((fid[0], function.class_name))
-            if kind == "module" and name != "backward":
+            # __call__ of an unresolvable base is usually not a module (processors, tokenizers).
+            if (kind == "module" and name != "backward") or (
+                kind == "unknown" and name == "forward"
+            ):
                 return name
             if kind == "autograd" and name != "__call__":
                 return f"autograd.Function.{name}"

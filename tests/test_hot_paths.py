@@ -414,3 +414,21 @@ def test_hot_option_on_the_command_line(tmp_path) -> None:
     assert run_cli("check", ".", cwd=tmp_path).returncode == 0
     hot = run_cli("check", ".", "--hot", "runner.Runner.step", cwd=tmp_path)
     assert hot.returncode == 1 and "runner.py:3:16: SG101" in hot.stdout
+
+
+def test_call_is_hot_only_for_known_modules() -> None:
+    result = lint_snippet(
+        """
+        from torch import nn
+        from transformers import ProcessorMixin
+
+        class Processor(ProcessorMixin):
+            def __call__(self, images):
+                return images.tolist()
+
+        class Head(nn.Module):
+            def __call__(self, x):
+                return x.tolist()
+        """
+    )
+    assert lines(result) == [10]
