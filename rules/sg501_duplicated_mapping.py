@@ -13,6 +13,7 @@ from syncguard.rule import Context, Invalid, ProjectReport, ProjectView, Record,
 from syncguard.values import Place
 
 _FACTORIES = frozenset({"torch.tensor", "torch.as_tensor", "torch.asarray"})
+_FACTORY_NAMES = frozenset(name.rpartition(".")[2] for name in _FACTORIES)
 _SHOWN_SITES = 4
 # Path words that mark a platform-specific backend: alternatives never run together.
 _PLATFORM_WORDS = {
@@ -244,18 +245,24 @@ class TritonMetadataBuilder:
 def _copied_to_device(node: ast.Call, ctx: Context) -> ast.expr | None:
     """The host data ``node`` copies to the device, if it is such a copy."""
     func = node.func
-    if isinstance(func, ast.Attribute):
-        method = func.attr
-        if method == "copy_" and node.args and ctx.value(func.value).may_be_device:
-            return node.args[0]
-        if method == "cuda" or (method == "to" and ctx.value(node).place is Place.DEVICE):
+    if not node.args and not isinstance(func, ast.Attribute):
+        return None
+    final = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+    if isinstance(func, ast.Attribute) and final == "copy_":
+        return node.args[0] if node.args and ctx.value(func.value).may_be_device else None
+    if isinstance(func, ast.Attribute) and final in ("cuda", "to"):
+        if final == "cuda" or ctx.value(node).place is Place.DEVICE:
             return func.value
-    qualified = ctx.qualified_name(func)
-    if qualified in _FACTORIES and node.args and any(k.arg == "device" for k in node.keywords):
-        return node.args[0] if not ctx.value(node).on_host else None
-    name = qualified or (func.id if isinstance(func, ast.Name) else "")
-    final = name.rpartition(".")[2]
-    if node.args and ("h2d" in final or "to_device" in final):
+        return None
+    if not node.args:
+        return None
+    if final in _FACTORY_NAMES:
+        if ctx.qualified_name(func) in _FACTORIES and any(
+            keyword.arg == "device" for keyword in node.keywords
+        ):
+            return None if ctx.value(node).on_host else node.args[0]
+        return None
+    if "h2d" in final or "to_device" in final:
         return node.args[0]  # async_tensor_h2d(host, device)
     return None
 

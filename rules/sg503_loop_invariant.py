@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Iterator
 
 from syncguard.canonical import canonical_form
@@ -24,6 +25,11 @@ _WORK_CALLS = frozenset(
      "diff", "ediff1d", "cumsum", "searchsorted", "cat", "concat", "concatenate", "stack",
      "pad", "cdiv", "ceil_div", "ceildiv", "div_up", "div_round_up", "ceil"}
 )  # fmt: skip
+# The same, as text: a loop whose source has none of these holds no work (a faster look).
+_WORK_TEXT = re.compile(
+    r"\.to\(|\.cuda\(|copy_\(|tensor\(|asarray\(|repeat|diff|cumsum|searchsorted|cat\(|"
+    r"concat|stack\(|pad\(|cdiv|ceil|div_up|div_round_up|\[1:"
+)
 _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
 _COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)
 
@@ -114,7 +120,7 @@ class Runner:
     ]
 
     def visit_For(self, node: ast.For, ctx: Context) -> None:
-        if not _may_hold_work(node):
+        if not _WORK_TEXT.search(ctx.text(node)) or not _may_hold_work(node):
             return
         changing, bound = _changing_names(node)
         names = _LoopNames(ctx, bound)
@@ -177,8 +183,13 @@ def _kind_of_work(node: ast.expr, ctx: Context, names: _LoopNames, placed: bool)
 
 
 def _may_hold_work(loop: ast.For) -> bool:
-    """A cheap first look: a call that copies or builds an index, or a ``[1:]`` slice."""
-    for node in ast.walk(loop):
+    """A cheap first look at the body (nested loops look at their own): a call that
+    copies or builds an index, or a ``[1:]`` slice."""
+    stack: list[ast.AST] = list(loop.body)
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (*_SCOPES, *_COMPREHENSIONS, *_LOOPS)):
+            continue
         if isinstance(node, ast.Call):
             func = node.func
             name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
@@ -190,6 +201,7 @@ def _may_hold_work(loop: ast.For) -> bool:
             and node.lower.value == 1
         ):
             return True
+        stack.extend(ast.iter_child_nodes(node))
     return False
 
 
