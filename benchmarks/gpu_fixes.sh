@@ -2,7 +2,7 @@
 # What the GPU run of the reference fixes executes (issue 6; see docs/fixes.md).
 # Usage, from the repository root with syncguard importable (installed or on PYTHONPATH):
 #   benchmarks/gpu_fixes.sh OUT_DIR
-# Writes OUT_DIR/{env.txt,pytest.txt,bench.txt,fixes.json,fixes.png}.
+# Writes OUT_DIR/{env.txt,pytest.txt,bench.txt,fixes.json,fixes.png,breakdown.txt}.
 set -uo pipefail
 out="${1:?usage: benchmarks/gpu_fixes.sh OUT_DIR}"
 repo="$(pwd)"
@@ -24,5 +24,7 @@ tests_rc=${PIPESTATUS[0]}
   | tee "$out/bench.txt"
 bench_rc=${PIPESTATUS[0]}
 python3 "$repo/benchmarks/plot_fixes.py" "$out/fixes.json" "$out/fixes.png"
-echo "tests rc=$tests_rc bench rc=$bench_rc"
-exit $(( tests_rc || bench_rc ))
+(cd "$work" && python3 "$repo/benchmarks/mapping_breakdown.py") 2>&1 | tee "$out/breakdown.txt"
+breakdown_rc=${PIPESTATUS[0]}
+echo "tests rc=$tests_rc bench rc=$bench_rc breakdown rc=$breakdown_rc"
+exit $(( tests_rc || bench_rc || breakdown_rc ))

@@ -73,6 +73,7 @@ def components(batch: int, device: str) -> list[Component]:
     stage_array = stage.numpy()
     stage_view = stage[:num_tokens]
     mapping = np.repeat(np.arange(batch, dtype=np.int32), lengths_array)
+    requests = reference._token_requests(offsets, lengths_array, "query_start_loc_cpu")
 
     def new_metadata() -> reference.StepMetadata:
         return reference.StepMetadata(qsl_cpu, qsl, num_tokens)
@@ -94,19 +95,32 @@ def components(batch: int, device: str) -> list[Component]:
     def fresh_pinned() -> torch.Tensor:
         return torch.from_numpy(mapping).pin_memory() if pinned else torch.from_numpy(mapping)
 
-    def write_nothing(out: np.ndarray) -> None:
-        return None
-
     legacy_event = torch.cuda.Event() if pinned else None
     event = torch.Event(device=device) if pinned else None
     return [
-        Component("fixed", "StepMetadata(...) (validation, attributes)", lambda _: new_metadata()),
         Component(
             "fixed",
-            "numpy fill of the stage (_write_mapping)",
-            lambda _: reference._write_mapping(lengths_array, num_tokens, stage_array[:num_tokens]),
+            "StepMetadata(...) (validation, request of each token)",
+            lambda _: new_metadata(),
         ),
-        Component("fixed", "stage[:n] (a torch view)", lambda _: stage[:num_tokens]),
+        Component(
+            "fixed",
+            "  in it: offset checks + lengths (order left to repeat)",
+            lambda _: reference._host_offsets(qsl_cpu, "query_start_loc_cpu", check_order=False),
+        ),
+        Component(
+            "fixed",
+            "  in it: request of each token + order check (repeat)",
+            lambda _: reference._token_requests(offsets, lengths_array, "query_start_loc_cpu"),
+        ),
+        Component(
+            "fixed",
+            "numpy fill of the stage (stage[:n] = requests)",
+            lambda _: stage_array.__setitem__(slice(num_tokens), requests),
+        ),
+        Component(
+            "fixed", "stage[:n] (a torch view; the pool caches them)", lambda _: stage[:num_tokens]
+        ),
         Component(
             "fixed",
             "buffer.copy_(pinned stage view, non_blocking=True)",
@@ -115,8 +129,8 @@ def components(batch: int, device: str) -> list[Component]:
         ),
         Component(
             "fixed",
-            "stage_pool.upload(buffer, n, no-op fill)",
-            lambda _: reference.stage_pool.upload(buffer, num_tokens, write_nothing),
+            "stage_pool.upload(buffer, n, requests): fill, copy, event",
+            lambda _: reference.stage_pool.upload(buffer, num_tokens, requests),
         ),
         Component(
             "fixed",
@@ -163,7 +177,7 @@ def components(batch: int, device: str) -> list[Component]:
         ),
         Component(
             "naive",
-            "offsets validation + lengths (_host_offsets)",
+            "offset checks + lengths + order check (_host_offsets)",
             lambda _: reference._host_offsets(qsl_cpu, "query_start_loc_cpu"),
         ),
         Component(

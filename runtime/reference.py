@@ -145,9 +145,10 @@ class PinnedStagePool:
         self._rings: dict[tuple[torch.dtype, torch.device], _StageRing] = {}
 
     def upload(
-        self, destination: torch.Tensor, numel: int, fill: Callable[[np.ndarray], object]
+        self, destination: torch.Tensor, numel: int, values: np.ndarray, padding: int = 0
     ) -> None:
-        """Let ``fill`` write ``numel`` values into a stage, then copy them to ``destination``.
+        """Copy ``values`` (flattened), then ``padding`` up to ``numel`` elements, into
+        ``destination`` through a stage.
 
         ``destination`` is contiguous; its first ``numel`` elements (flattened) are written.
         """
@@ -164,7 +165,12 @@ class PinnedStagePool:
         host_array = slot.host_array
         if host_array is None or host_array.size < numel:
             host_array = self._grow(slot, destination, numel)
-        fill(host_array[:numel])
+        count = values.size
+        if count > numel:
+            raise ValueError(f"{count} values do not fit in the {numel} elements to upload")
+        host_array[:count] = values.reshape(-1) if values.ndim != 1 else values
+        if count < numel:
+            host_array[count:numel] = padding
         if destination.dim() != 1:
             destination = destination.view(-1)
         if destination.numel() != numel:
@@ -205,22 +211,33 @@ def _is_integer_dtype(dtype: torch.dtype) -> bool:
     return not (dtype.is_floating_point or dtype.is_complex or dtype == torch.bool)
 
 
+_INTEGER_DTYPES = frozenset(
+    value
+    for value in vars(torch).values()
+    if isinstance(value, torch.dtype) and _is_integer_dtype(value)
+)
+
+
 def _check_offsets_shape(offsets: torch.Tensor, name: str) -> None:
     """Checks that need no data (and therefore no sync): a 1-D integer tensor, not empty."""
     if not isinstance(offsets, torch.Tensor):
         raise ValueError(f"{name} must be a tensor, got {type(offsets).__name__}")
     if offsets.dim() != 1:
         raise ValueError(f"{name} must be 1-D, got shape {tuple(offsets.shape)}")
-    if not _is_integer_dtype(offsets.dtype):
+    if offsets.dtype not in _INTEGER_DTYPES:
         raise ValueError(f"{name} must have an integer dtype, got {offsets.dtype}")
     if offsets.numel() == 0:
         raise ValueError(f"{name} must hold at least the leading 0, got an empty tensor")
 
 
-def _host_offsets(offsets: Any, name: str) -> tuple[np.ndarray, np.ndarray]:
+def _host_offsets(
+    offsets: Any, name: str, *, check_order: bool = True
+) -> tuple[np.ndarray, np.ndarray]:
     """Validate cumulative offsets held on the host: (offsets, lengths) as numpy arrays.
 
-    A constant number of numpy calls whatever the batch size: it runs every step.
+    A constant number of numpy calls whatever the batch size: it runs every step. With
+    ``check_order=False`` the caller checks that no length is negative itself (see
+    :func:`_token_requests`).
     """
     if isinstance(offsets, torch.Tensor):
         if not offsets.is_cpu:
@@ -243,13 +260,17 @@ def _host_offsets(offsets: Any, name: str) -> tuple[np.ndarray, np.ndarray]:
     if array[0] != 0:
         raise ValueError(f"{name} must start at 0, got {int(array[0])}")
     lengths = array[1:] - array[:-1]
-    if lengths.size and np.minimum.reduce(lengths) < 0:
-        at = int(np.argmax(lengths < 0))
-        raise ValueError(
-            f"{name} must be non-decreasing; it drops from {int(array[at])} to "
-            f"{int(array[at + 1])} at index {at + 1}"
-        )
+    if check_order and lengths.size and np.minimum.reduce(lengths) < 0:
+        raise _order_error(array, lengths, name)
     return array, lengths
+
+
+def _order_error(array: np.ndarray, lengths: np.ndarray, name: str) -> ValueError:
+    at = int(np.argmax(lengths < 0))
+    return ValueError(
+        f"{name} must be non-decreasing; it drops from {int(array[at])} to "
+        f"{int(array[at + 1])} at index {at + 1}"
+    )
 
 
 def _check_positive_int(value: Any, name: str) -> int:
@@ -289,14 +310,28 @@ def _check_buffer(
 # ---------------------------------------------------------------------------------------
 
 
-def _write_mapping(lengths: np.ndarray, num_actual_tokens: int, out: np.ndarray) -> None:
-    """Write the request index of each token into ``out``, then zeros (padding)."""
-    out[:num_actual_tokens] = np.arange(lengths.size, dtype=out.dtype).repeat(lengths)
-    if num_actual_tokens < out.size:
-        out[num_actual_tokens:] = 0
+_request_ids = np.arange(1024, dtype=np.int32)  # grown by _token_requests when needed
+
+
+def _token_requests(starts: np.ndarray, lengths: np.ndarray, name: str) -> np.ndarray:
+    """The request index of each scheduled token (``int32``), from validated offsets.
+
+    Also the order check of offsets read with ``check_order=False``: numpy's ``repeat``
+    rejects negative lengths, so the check costs no numpy call of its own.
+    """
+    global _request_ids
+    ids = _request_ids
+    if ids.size < lengths.size:
+        ids = _request_ids = np.arange(lengths.size, dtype=np.int32)
+    try:
+        return ids[: lengths.size].repeat(lengths)
+    except ValueError:
+        raise _order_error(starts, lengths, name) from None
 
 
 def _check_num_tokens(num_tokens: Any, actual: int) -> int:
+    if type(num_tokens) is int and num_tokens >= actual:
+        return num_tokens
     if num_tokens is None:
         return actual
     padded = _check_count(num_tokens, "num_tokens")
@@ -311,12 +346,14 @@ class StepMetadata:
     ``query_start_loc_cpu`` is the host copy of the cumulative query offsets (what the
     scheduler already has); ``query_start_loc`` the device copy, if any, which fixes the
     device that mapping buffers must live on; ``num_tokens`` the padded token count (a
-    CUDA-graph batch size), defaulting to the scheduled tokens.
+    CUDA-graph batch size), defaulting to the scheduled tokens. Construction validates the
+    offsets and computes the request of each token on the host (one numpy ``repeat``, which
+    is also the order check); the first :meth:`token_to_req_indices` copies it to the device.
     """
 
     __slots__ = (
         "_buffer",
-        "_lengths",
+        "_requests",
         "_token_to_req",
         "builds",
         "num_actual_tokens",
@@ -332,7 +369,9 @@ class StepMetadata:
         query_start_loc: torch.Tensor | None = None,
         num_tokens: int | None = None,
     ) -> None:
-        starts, self._lengths = _host_offsets(query_start_loc_cpu, "query_start_loc_cpu")
+        name = "query_start_loc_cpu"
+        starts, lengths = _host_offsets(query_start_loc_cpu, name, check_order=False)
+        self._requests = _token_requests(starts, lengths, name)
         if query_start_loc is not None:
             _check_offsets_shape(query_start_loc, "query_start_loc")
             if query_start_loc.numel() != starts.size:
@@ -368,8 +407,7 @@ class StepMetadata:
         num_tokens = self.num_tokens
         self._check_mapping_buffer(buffer, num_tokens)
         view = buffer if buffer.numel() == num_tokens else buffer[:num_tokens]
-        lengths, actual = self._lengths, self.num_actual_tokens
-        stage_pool.upload(view, num_tokens, lambda out: _write_mapping(lengths, actual, out))
+        stage_pool.upload(view, num_tokens, self._requests)
         self.builds += 1
         self._buffer = buffer
         self._token_to_req = view
@@ -476,16 +514,6 @@ def prepare_chunk_offsets(cu_seqlens: Any, chunk_size: int = CHUNK_SIZE) -> torc
     return torch.from_numpy(offsets)
 
 
-def _padded_writer(values: np.ndarray, padding: int) -> Callable[[np.ndarray], None]:
-    flat = values.reshape(-1)
-
-    def fill(out: np.ndarray) -> None:
-        out[: flat.size] = flat
-        out[flat.size :] = padding
-
-    return fill
-
-
 def write_chunk_metadata(
     cu_seqlens_cpu: Any,
     indices_buffer: torch.Tensor,
@@ -516,10 +544,8 @@ def write_chunk_metadata(
         f"a 1-D tensor of at least {offsets.size} elements",
         indices_buffer.device,
     )
-    stage_pool.upload(indices_buffer, indices_buffer.numel(), _padded_writer(indices, -1))
-    stage_pool.upload(
-        offsets_buffer, offsets_buffer.numel(), _padded_writer(offsets, int(offsets[-1]))
-    )
+    stage_pool.upload(indices_buffer, indices_buffer.numel(), indices, -1)
+    stage_pool.upload(offsets_buffer, offsets_buffer.numel(), offsets, int(offsets[-1]))
     return len(indices)
 
 

@@ -157,11 +157,13 @@ def test_stage_rings_are_kept_apart_by_dtype() -> None:
     small = torch.zeros(4, dtype=torch.int32)
     wide = torch.zeros(4, dtype=torch.int64)
 
-    pool.upload(small, 4, lambda out: out.__setitem__(slice(None), 7))
-    pool.upload(wide, 4, lambda out: out.__setitem__(slice(None), 2**40))
+    pool.upload(small, 4, np.array([7, 8], dtype=np.int32))
+    pool.upload(wide, 4, np.array([[2**40], [3]]), padding=-1)
 
-    assert small.tolist() == [7] * 4
-    assert wide.tolist() == [2**40] * 4
+    assert small.tolist() == [7, 8, 0, 0]
+    assert wide.tolist() == [2**40, 3, -1, -1]
+    with pytest.raises(ValueError, match="5 values do not fit in the 4 elements"):
+        pool.upload(small, 4, np.arange(5, dtype=np.int32))
 
 
 def test_naive_mapping_pins_nothing_without_cuda() -> None:
@@ -213,6 +215,15 @@ def test_a_second_buffer_for_the_same_step_is_refused() -> None:
 def test_bad_query_start_loc_is_a_value_error(qsl: torch.Tensor, kwargs: dict, match: str) -> None:
     with pytest.raises(ValueError, match=match):
         StepMetadata(qsl, **kwargs)
+
+
+@pytest.mark.parametrize("dtype", [np.int32, np.int64, np.uint32])
+def test_decreasing_offsets_are_refused_by_every_host_mapping(dtype: type) -> None:
+    offsets = np.array([0, 2, 5, 3, 6], dtype=dtype)
+    with pytest.raises(ValueError, match="drops from 5 to 3 at index 3"):
+        StepMetadata(offsets)
+    with pytest.raises(ValueError, match="drops from 5 to 3 at index 3"):
+        naive_token_to_req_indices(offsets, torch.zeros(8, dtype=MAPPING_DTYPE))
 
 
 # ----- chunk indices -----------------------------------------------------------------------
@@ -448,18 +459,21 @@ def test_a_stage_is_not_rewritten_while_its_copy_is_still_queued(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setattr(reference, "stage_pool", PinnedStagePool(slots=2))
-    steps = [[1, 2, 3], [3, 2, 1], [2, 2, 2], [0, 6, 0], [6, 0, 0]]
-    buffers = [torch.zeros(6, dtype=MAPPING_DTYPE, device="cuda") for _ in steps]
+    num_tokens = 1 << 18  # copies large enough to be read from the stage when they run
+    steps = [[num_tokens - cut, cut] for cut in (1, 1000, 50_000, 200_000, num_tokens)]
+    offsets = [qsl_tensor(lengths) for lengths in steps]
+    device_offsets = [qsl.cuda() for qsl in offsets]  # blocking copies: all made beforehand
+    buffers = [torch.zeros(num_tokens, dtype=MAPPING_DTYPE, device="cuda") for _ in steps]
+    torch.cuda.synchronize()
     reference.counters.reset()
     torch.cuda._sleep(50_000_000)  # keep the GPU busy: the host runs several steps ahead
 
-    for lengths, buffer in zip(steps, buffers, strict=True):
-        qsl = qsl_tensor(lengths)
-        StepMetadata(qsl, qsl.cuda()).token_to_req_indices(buffer)
+    for qsl, qsl_device, buffer in zip(offsets, device_offsets, buffers, strict=True):
+        StepMetadata(qsl, qsl_device).token_to_req_indices(buffer)
     torch.cuda.synchronize()
 
     for lengths, buffer in zip(steps, buffers, strict=True):
-        assert buffer.tolist() == oracle_mapping(lengths, 6)  # each step got its own values
+        assert buffer.tolist() == oracle_mapping(lengths, num_tokens)  # each step its own values
     assert reference.counters.stage_waits >= 1  # step 3 found both slots still being read
 
 
