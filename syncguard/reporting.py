@@ -251,5 +251,5 @@ def summary(findings: Sequence[Finding], files: int) -> str:
     errors = sum(1 for finding in findings if finding.severity == "error")
     warnings = len(findings) - errors
     parts = [f"{errors} in hot paths"] + ([f"{warnings} elsewhere"] if warnings else [])
-    noun = "sync" if len(findings) == 1 else "syncs"
+    noun = "finding" if len(findings) == 1 else "findings"
     return f"Found {len(findings)} {noun} ({', '.join(parts)}) in {files} files."

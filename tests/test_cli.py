@@ -127,7 +127,7 @@ def test_full_output_has_code_frame_caret_and_help(tree: Path) -> None:
     assert "5 |     return x.item()" in out
     assert "|            ^^^^^^^^ SG101" in out
     assert "= hot: torch.compile" in out and "= help:" in out
-    assert "Found 1 sync" in out
+    assert "Found 1 finding" in out
 
 
 def test_concise_github_sarif_and_statistics(tree: Path) -> None:
