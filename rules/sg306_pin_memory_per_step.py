@@ -15,7 +15,9 @@ class PinMemoryPerStep(Rule):
 
     A bare ``.pin_memory()`` is not reported (measured: it does not wait for the
     GPU), nor are ``torch.empty(..., pin_memory=True)`` (the caching host
-    allocator) or pinning in ``__init__`` and other cold code.
+    allocator) or pinning in ``__init__`` and other cold code. Pinning done inside a
+    helper (``np_to_pinned_tensor``) or by a per-call ``torch.empty(..., pin_memory=True)``
+    that is then copied is SG502's finding; the two never report the same copy.
 
     Why it costs: each step allocates page-locked memory and copies the data
     into it on the host before the device copy can start. It does not sync,
