@@ -54,6 +54,7 @@ _PINNING_HELPER = re.compile(
 )
 _HOST_SUFFIXES = ("_cpu", "_np", "_host", "_numpy")
 _HOST_PREFIXES = ("cpu_", "np_", "host_")
+_CONFIG_WORDS = frozenset({"config", "cfg", "configs", "conf"})
 _HOST_MODULES = frozenset(
     {"numpy", "math", "random", "itertools", "functools", "operator", "threading", "asyncio",
      "multiprocessing", "queue", "time"}
@@ -149,13 +150,27 @@ _DTYPE_WORDS = ("dtype", "float", "half", "int", "long", "bool", "bfloat16", "do
 
 
 def is_host_name(name: str) -> bool:
-    """True for names that say their value lives on the host (``x_cpu``, ``cpu_x``...)."""
+    """True for names that say their value lives on the host (``x_cpu``, ``cpu_x``...)
+    or is a configuration object (``config``, ``vllm_config``, ``cfg``)."""
     return (
         name.endswith(_HOST_SUFFIXES)
         or name.startswith(_HOST_PREFIXES)
         or "cpu" in name.lower().split("_")  # seq_lens_cpu_upper_bound
         or is_pinned_name(name)
+        or is_config_name(name)
     )
+
+
+def is_config_name(name: str) -> bool:
+    """True for names that say they hold settings (``config``, ``parallel_config``, ``cfg``):
+    a Python object on the host, and so is everything read from it."""
+    return name.lower().rpartition("_")[2] in _CONFIG_WORDS
+
+
+def _names_config(node: ast.expr) -> bool:
+    """``config``, ``self.model_config``, ``vllm_config.parallel_config``: a settings object."""
+    name = node.id if isinstance(node, ast.Name) else getattr(node, "attr", "")
+    return is_config_name(name)
 
 
 def is_pinned_name(name: str) -> bool:
@@ -255,6 +270,7 @@ class _Scope:
     default_device: bool = False
     memo: dict[int, Value] = field(default_factory=dict)
     assigned: dict[str, ast.expr] = field(default_factory=dict)  # local name -> last value
+    returns: list[Value] = field(default_factory=list)  # placements of the returned values
 
 
 class FileAnalyzer:
@@ -279,6 +295,8 @@ class FileAnalyzer:
         }
         self.visitors = self._visitors(rules, source)
         self.class_attributes: dict[str, dict[str, Value]] = {}
+        # Module functions (analysed so far) whose every return value is on the device.
+        self.device_results: dict[str, Value] = {}
         self.scope = self._new_scope(
             FunctionFacts(MODULE_SCOPE, 1, None, (), "module", (), None), {}, None, None
         )
@@ -549,6 +567,8 @@ class FileAnalyzer:
             return self._derived_value(node)
         if isinstance(func, ast.Name):
             name = func.id
+            if name in self.device_results and name not in self.scope.env:
+                return self.device_results[name]
             if name in self.module_defs or name in self.scope.env:
                 return self._derived_value(node)
             if name in _HOST_BUILTINS:
@@ -579,13 +599,21 @@ class FileAnalyzer:
     def _derived_value(self, node: ast.Call) -> Value:
         """A call to a function we cannot see into: its result lives where its data does.
 
-        Data means arguments that are not plain Python numbers; with none (a
-        factory-like call such as ``make_buffer(n)``) the placement is unknown.
+        Data means arguments that are not plain Python numbers or settings objects
+        (``config``); with none (a factory-like call such as ``make_buffer(n)`` or
+        ``Block(config)``) the placement is unknown. A function's ``device=`` argument
+        says where its result is made (``async_h2d(values, device=x.device)``); an object
+        built with one (``State(n, device=d)``) may hold host data as well.
         """
+        device = self._keyword(node, "device")
+        if device is not None:
+            func = node.func
+            name = func.id if isinstance(func, ast.Name) else getattr(func, "attr", "")
+            return UNKNOWN if name[:1].isupper() else self._device_value(device)
         data = [
             self.value(argument)
             for argument in [*node.args, *(keyword.value for keyword in node.keywords)]
-            if not isinstance(argument, ast.Constant)
+            if not isinstance(argument, ast.Constant) and not _names_config(argument)
         ]
         data = [value for value in data if SCALAR not in value.tags]
         return join(*data) if data else UNKNOWN
@@ -661,15 +689,20 @@ class FileAnalyzer:
         text = self.source(device).lower()
         if "cpu" in text:
             return HOST.with_tags(TENSOR)
-        device_value = self.value(device)
-        if device_value.place is Place.PARAM:
-            return Value(Place.PARAM, device_value.params, frozenset((TENSOR,)))
+        # A device named by a variable or a parameter (``device=x.device``, ``device=device``)
+        # is the accelerator the model runs on: callers pass ``x.device`` or ``self.device``,
+        # host values that name the device, so the caller's argument cannot decide.
         return DEVICE.with_tags(TENSOR)
 
     def _torch_call_value(self, node: ast.Call, function: str) -> Value:
         name = function.rpartition(".")[2]
         if function in _MODULE_STATE:
             return UNKNOWN.with_tags(TENSOR)
+        if function.startswith("nn.") and name[:1].isupper():
+            return UNKNOWN  # a module: its weights live wherever the model is moved
+        out = self._keyword(node, "out")
+        if out is not None:
+            return self.value(out)
         if function in _FACTORIES or function in _LIKE_FACTORIES:
             device = self._keyword(node, "device")
             if device is not None:
@@ -808,6 +841,8 @@ class FileAnalyzer:
         elif isinstance(node, (ast.Expr, ast.Return)):
             if node.value is not None:
                 self._expression(node.value)
+                if isinstance(node, ast.Return):
+                    scope.returns.append(self.value(node.value))
         elif isinstance(node, ast.If):
             self._expression(node.test)
             self._branches(node.body, node.orelse, lazy=self._is_lazy_init(node))
@@ -1195,8 +1230,19 @@ class FileAnalyzer:
             self._body(node.body)
             if class_name and node.name == "__init__" and self_name:
                 self._remember_attributes(class_name, self_name)
+            if outer is self.module_scope:
+                self._remember_result(node.name, self.scope.returns)
         finally:
             self.scope = outer
+
+    def _remember_result(self, name: str, returns: list[Value]) -> None:
+        """A module function whose every ``return`` gives device data (``t.to(device)``, a
+        factory on a device) returns device data wherever this file calls it."""
+        if returns and all(value.place is Place.DEVICE for value in returns):
+            tags = frozenset.intersection(*(value.tags for value in returns))
+            self.device_results[name] = Value(Place.DEVICE, frozenset(), tags)
+        else:
+            self.device_results.pop(name, None)
 
     def _remember_attributes(self, class_name: str, self_name: str) -> None:
         prefix = f"{self_name}."

@@ -1,0 +1,191 @@
+"""False-alarm classes found by triaging findings on a released inference engine.
+
+Each test is a small engine-style snippet of one class: the false alarm must not be
+reported, and the real sync next to it (or the same code on device data) must be.
+"""
+
+from __future__ import annotations
+
+from syncguard.testing import lint_snippet, lint_tree
+
+
+def reported(source: str) -> list[tuple[str, int]]:
+    """(code, line) of every finding of ``source`` linted as one module."""
+    result = lint_snippet(source)
+    assert not result.problems
+    return [(finding.code, finding.span.line) for finding in result.findings]
+
+
+# --------------------------------------------------------- settings objects
+
+
+def test_config_parameters_are_host_objects() -> None:
+    # A helper that syncs on device data it is given: passing it a config is no sync.
+    source = """
+        import torch
+        from torch import nn
+
+        def read_padding(config, lens):
+            return int(config.max_pad.item()), lens.max().item()
+
+        class Runner(nn.Module):
+            def forward(self, x, lens):
+                read_padding(self.vllm_config, lens)
+                return read_padding(self.parallel_config, [1, 2])
+    """
+    assert reported(source) == [("SG101", 9)]
+
+
+def test_values_read_from_a_config_are_host_data() -> None:
+    source = """
+        import torch
+        from torch import nn
+
+        import torch.nn.functional as F
+
+        class Block(nn.Module):
+            def __init__(self, model_config):
+                super().__init__()
+                self.window = model_config.window // 2
+
+            def forward(self, x, grid: list[int]):
+                index = F.pad(torch.arange(grid[0]), (0, self.window), value=-1)
+                return x, index[index != -1].tolist()
+    """
+    assert reported(source) == []
+
+
+def test_a_module_built_from_a_config_is_not_host_data() -> None:
+    # Block(config) and nn.Embedding(cfg.n, cfg.d) hold weights that move with the model.
+    source = """
+        import torch
+        from torch import nn
+
+        class Embed(nn.Module):
+            def __init__(self, cfg):
+                super().__init__()
+                self.table = nn.Embedding(cfg.num_positions, cfg.dim)
+                self.block = Block(cfg)
+
+            def forward(self, x):
+                weight = self.table.weight.view(-1).to(x.device)
+                return weight.sum().item() + self.block.scale.item()
+    """
+    assert reported(source) == [("SG101", 12), ("SG101", 12)]
+
+
+# ---------------------------------------------------------------- devices
+
+
+def test_a_device_parameter_names_the_accelerator() -> None:
+    # Callers pass x.device (a host value naming the device): the tensor is on the device.
+    source = """
+        import torch
+        from torch import nn
+
+        def cu_seqlens(lens: list[int], device):
+            return torch.tensor(lens, device=device)
+
+        class Encoder(nn.Module):
+            def forward(self, x, lens: list[int]):
+                return x, cu_seqlens(lens, x.device)
+    """
+    assert reported(source) == [("SG301", 5)]
+
+
+def test_a_device_keyword_places_a_helper_result() -> None:
+    source = """
+        import torch
+        from torch import nn
+        from engine.utils import async_h2d
+
+        class Encoder(nn.Module):
+            def __init__(self, config):
+                super().__init__()
+                self.window = config.window
+
+            def forward(self, x, lens):
+                chunks = async_h2d([self.window] * 4, dtype=torch.long, device=lens.device)
+                return x.split(chunks.tolist())
+    """
+    assert reported(source) == [("SG102", 12)]
+
+
+def test_an_object_built_with_a_device_may_hold_host_arrays() -> None:
+    source = """
+        import numpy as np
+        from torch import nn
+
+        class Runner(nn.Module):
+            def __init__(self, device):
+                super().__init__()
+                self.states = RequestStates(64, device=device)
+
+            def forward(self, x, index_np):
+                done_np = self.states.done_np[index_np] < self.states.len_np[index_np]
+                return bool(done_np.any())
+    """
+    assert reported(source) == []
+
+
+def test_out_keyword_gives_the_result_its_buffer() -> None:
+    source = """
+        import torch
+        from torch import nn
+
+        class Encoder(nn.Module):
+            def forward(self, x, parts_cpu: list[torch.Tensor]):
+                stage = torch.empty(64, dtype=torch.long, pin_memory=True)
+                ids = torch.cat(parts_cpu, out=stage).to(x.device, non_blocking=True)
+                paged = torch.cat(parts_cpu).to(x.device, non_blocking=True)
+                return ids, paged
+    """
+    assert reported(source) == [("SG303", 8)]
+
+
+def test_a_helper_returning_device_data_gives_device_data() -> None:
+    # The all-reduced tensor is on the device: its reads in the helpers are syncs,
+    # reported where the hot caller passes it, not blamed on the config.
+    source = """
+        import torch
+        import torch.distributed as dist
+
+        def all_reduce_counts(counts: list[int], parallel_config):
+            device = get_group(parallel_config).device
+            tensor = torch.tensor(counts, pin_memory=True).to(device, non_blocking=True)
+            dist.all_reduce(tensor)
+            return tensor
+
+        def padded_count(tensor):
+            return int(tensor.max().item())
+
+        def coordinate(counts: list[int], parallel_config):  # syncguard: hot
+            tensor = all_reduce_counts(counts, parallel_config)
+            return padded_count(tensor)
+    """
+    result = lint_snippet(source)
+    assert [(f.code, f.span.line) for f in result.findings] == [("SG101", 15)]
+    assert "device data for `tensor`" in result.findings[0].message
+
+
+def test_lint_tree_sees_configs_across_modules() -> None:
+    result = lint_tree(
+        {
+            "engine/context.py": """
+                def set_context(vllm_config, num_tokens, counts=None):
+                    if counts is None:
+                        counts = vllm_config.parallel_config.counts.tolist()
+                    return counts
+            """,
+            "engine/runner.py": """
+                from torch import nn
+                from engine.context import set_context
+
+                class Runner(nn.Module):
+                    def forward(self, x):
+                        return set_context(self.vllm_config, x.shape[0])
+            """,
+        }
+    )
+    assert not result.problems
+    assert result.findings == []
