@@ -1,13 +1,14 @@
-"""Matching torch ops in both spellings: ``torch.op(x, ...)`` and ``x.op(...)``."""
+"""Helpers shared by the rules: matching torch ops in both spellings (``torch.op(x, ...)``
+and ``x.op(...)``), finding the device tensor among operands, short source quotes."""
 
 from __future__ import annotations
 
 import ast
-from collections.abc import Collection
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass
 
 from syncguard.rule import Context
-from syncguard.values import BOOL, INDEX, PINNED, PYSEQ, SCALAR, TENSOR, Place, Value
+from syncguard.values import PINNED, PYSEQ, SCALAR, Place, Value, maybe_device_tensor
 
 
 @dataclass(frozen=True)
@@ -53,15 +54,6 @@ def is_zero_or_absent(node: ast.expr | None) -> bool:
         and isinstance(node.value, (int, float))
         and not isinstance(node.value, bool)
         and node.value == 0
-    )
-
-
-def may_be_device_tensor(value: Value) -> bool:
-    """True for data that may live on the accelerator and is known to be a tensor."""
-    if value.place is Place.DEVICE:
-        return PYSEQ not in value.tags
-    return (
-        value.may_be_device and bool(value.tags & {TENSOR, INDEX, BOOL}) and PYSEQ not in value.tags
     )
 
 
@@ -112,7 +104,7 @@ def host_to_device_copy(node: ast.Call, ctx: Context) -> HostToDeviceCopy | None
         flag_position = 2 if method == "to" else 1
     elif method == "copy_" and node.args:
         source, subject = node.args[0], func.value
-        if not may_be_device_tensor(ctx.value(subject)):
+        if not maybe_device_tensor(ctx.value(subject)):
             return None
         flag_position = 1
     else:
@@ -128,3 +120,43 @@ def host_to_device_copy(node: ast.Call, ctx: Context) -> HostToDeviceCopy | None
 def _names_class(func: ast.expr) -> bool:
     name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
     return name[:1].isupper()
+
+
+def is_device_tensor(node: ast.expr, ctx: Context) -> bool:
+    """True when ``node`` is known to be a tensor that may live on the accelerator."""
+    return maybe_device_tensor(ctx.value(node))
+
+
+def device_tensor_in(nodes: Iterable[ast.expr | None], ctx: Context) -> ast.expr | None:
+    """The first of ``nodes`` -- or of the elements of a list / tuple / set literal among
+    them -- that is a tensor which may live on the accelerator."""
+    for node in nodes:
+        if node is None:
+            continue
+        if isinstance(node, (ast.List, ast.Tuple, ast.Set)):
+            found = device_tensor_in(node.elts, ctx)
+            if found is not None:
+                return found
+        elif isinstance(node, ast.Starred):
+            continue
+        elif is_device_tensor(node, ctx):
+            return node
+    return None
+
+
+def is_builtin_call(node: ast.Call, ctx: Context, names: Iterable[str]) -> str | None:
+    """The builtin ``node`` calls (``int``, ``print``...), when it is one of ``names``."""
+    func = node.func
+    if (
+        isinstance(func, ast.Name)
+        and func.id in names
+        and ctx.qualified_name(func) is None  # not shadowed by an import
+    ):
+        return func.id
+    return None
+
+
+def short(ctx: Context, node: ast.AST, limit: int = 40) -> str:
+    """The source of ``node`` for a one-line suggestion, elided when long."""
+    text = ctx.source(node)
+    return text if len(text) <= limit else text[: limit - 3] + "..."

@@ -7,7 +7,7 @@ import ast
 from syncguard.facts import Edit, Fix, Span
 from syncguard.fixes import UNSAFE, add_keyword_fix, replace_fix
 from syncguard.rule import Context, Invalid, Rule, Valid
-from syncguard.rules._operands import is_device_tensor, short
+from syncguard.rules._ops import is_device_tensor, short
 
 
 class CpuCopySync(Rule):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import ast
 
 from syncguard.rule import Context, Invalid, Rule, Valid
-from syncguard.rules._operands import device_tensor_in, is_builtin_call, is_device_tensor, short
+from syncguard.rules._ops import device_tensor_in, is_builtin_call, is_device_tensor, short
 
 _FORMATTERS = ("print", "str", "repr", "format", "ascii")
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import ast
 
 from syncguard.rule import Context, Invalid, Rule, Valid
-from syncguard.rules._operands import short
+from syncguard.rules._ops import short
 
 _FUNCTIONS = {
     "torch.equal": "equal",

@@ -5,7 +5,7 @@ from __future__ import annotations
 import ast
 
 from syncguard.rule import Context, Invalid, Rule, Valid
-from syncguard.rules._operands import device_tensor_in, short
+from syncguard.rules._ops import device_tensor_in, short
 
 # torch functions whose arguments (other than tensors to read) are sizes or scalars:
 # name -> (positions of size/scalar arguments, keyword names of the same).

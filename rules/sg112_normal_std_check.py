@@ -5,7 +5,7 @@ from __future__ import annotations
 import ast
 
 from syncguard.rule import Context, Invalid, Rule, Valid
-from syncguard.rules._operands import is_device_tensor, short
+from syncguard.rules._ops import is_device_tensor, short
 
 
 class NormalStdCheckSync(Rule):

@@ -7,8 +7,7 @@ import ast
 from syncguard.facts import Fix
 from syncguard.fixes import UNSAFE, replace_fix
 from syncguard.rule import Context, Invalid, Rule, Valid
-from syncguard.rules._ops import may_be_device_tensor
-from syncguard.values import PYSEQ
+from syncguard.values import PYSEQ, maybe_device_tensor
 
 _FACTORIES = frozenset({"torch.tensor", "torch.as_tensor", "torch.asarray"})
 
@@ -100,7 +99,7 @@ class Sampler(nn.Module):
         if isinstance(node.args[0], (ast.List, ast.Tuple)) and not node.args[0].elts:
             return  # torch.tensor([], device=d): nothing to copy
         data = ctx.value(node.args[0])
-        if may_be_device_tensor(data) or (PYSEQ in data.tags and not data.on_host):
+        if maybe_device_tensor(data) or (PYSEQ in data.tags and not data.on_host):
             return  # device data: a device copy, or a conversion another rule reports
         ctx.report(
             node,

@@ -7,8 +7,7 @@ import ast
 from syncguard.facts import Edit, Fix
 from syncguard.fixes import SAFE
 from syncguard.rule import Context, Invalid, Rule, Valid
-from syncguard.rules._ops import may_be_device_tensor
-from syncguard.values import BOOL, INDEX, PAGEABLE, PINNED, PYSEQ, TENSOR
+from syncguard.values import BOOL, INDEX, PAGEABLE, PINNED, PYSEQ, TENSOR, maybe_device_tensor
 
 _NOT_AN_INTEGER = frozenset({TENSOR, INDEX, BOOL, PYSEQ, PINNED, PAGEABLE})
 
@@ -112,7 +111,7 @@ class Runner(nn.Module):
         for target in node.targets:
             if not isinstance(target, ast.Subscript):
                 continue
-            if not may_be_device_tensor(ctx.value(target.value)):
+            if not maybe_device_tensor(ctx.value(target.value)):
                 continue
             index = target.slice
             elements = index.elts if isinstance(index, ast.Tuple) else [index]

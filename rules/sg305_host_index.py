@@ -5,8 +5,7 @@ from __future__ import annotations
 import ast
 
 from syncguard.rule import Context, Invalid, Rule, Valid
-from syncguard.rules._ops import may_be_device_tensor
-from syncguard.values import BOOL, INDEX, PAGEABLE, PINNED, PYSEQ, TENSOR
+from syncguard.values import BOOL, INDEX, PAGEABLE, PINNED, PYSEQ, TENSOR, maybe_device_tensor
 
 
 class HostIndexOnDevice(Rule):
@@ -73,7 +72,7 @@ class Gather(nn.Module):
                 continue
             if value.tags & {BOOL, PYSEQ}:
                 continue
-            if not may_be_device_tensor(ctx.value(node.value)):
+            if not maybe_device_tensor(ctx.value(node.value)):
                 return
             ctx.report(
                 node,

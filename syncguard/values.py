@@ -59,14 +59,17 @@ class Value:
 
 
 def maybe_device_tensor(value: Value) -> bool:
-    """True when ``value`` is known to be a tensor (tagged ``TENSOR``, not a Python
-    number or sequence) that may live on the accelerator.
+    """True when ``value`` is known to be a tensor that may live on the accelerator: made
+    on the device, or tagged as a tensor, an index tensor or a mask (never a Python number
+    or sequence).
 
     Python conversions (``int(x)``, ``if x:``) are only syncs for such values: an
     untagged ``x``, even one derived from device data by an opaque call, might just
     as well be a Python number.
     """
-    return value.may_be_device and TENSOR in value.tags and PYSEQ not in value.tags
+    if PYSEQ in value.tags or not value.may_be_device:
+        return False
+    return value.place is Place.DEVICE or bool(value.tags & {TENSOR, INDEX, BOOL})
 
 
 HOST = Value(Place.HOST)
