@@ -147,6 +147,10 @@ _LIKE_FACTORIES = frozenset(
 # Module state that moves with the module (``model.to(device)``): never known host data.
 _MODULE_STATE = frozenset({"nn.Parameter", "nn.Buffer", "nn.parameter.Parameter"})
 _DTYPE_WORDS = ("dtype", "float", "half", "int", "long", "bool", "bfloat16", "double")
+# Methods that fill the object they are called on (a cache set, dict, list or buffer).
+_MUTATORS = frozenset(
+    {"add", "append", "extend", "insert", "update", "setdefault", "copy_", "fill_", "zero_"}
+)
 
 
 def is_host_name(name: str) -> bool:
@@ -266,7 +270,7 @@ class _Scope:
     self_name: str | None
     attribute_values: dict[str, Value]  # self.attr placements known from __init__
     loop_depth: int = 0
-    lazy_depth: int = 0  # inside a branch that fills persistent state once (see _is_lazy_init)
+    lazy_depth: int = 0  # inside code that does not run per step (lazy init, training only)
     default_device: bool = False
     memo: dict[int, Value] = field(default_factory=dict)
     assigned: dict[str, ast.expr] = field(default_factory=dict)  # local name -> last value
@@ -791,8 +795,19 @@ class FileAnalyzer:
         return _Scope(facts, env, {}, self_name, attributes)
 
     def _body(self, statements: Sequence[ast.stmt]) -> None:
-        for statement in statements:
+        for index, statement in enumerate(statements):
             self._statement(statement)
+            if isinstance(statement, ast.If) and self._returns_when_cached(
+                statement, statements[index + 1 :]
+            ):
+                # The rest of the block fills the cache the check returned early on.
+                self.scope.lazy_depth += 1
+                try:
+                    for rest in statements[index + 1 :]:
+                        self._statement(rest)
+                finally:
+                    self.scope.lazy_depth -= 1
+                return
 
     def _dispatch(self, node: ast.AST) -> None:
         for code, visit in self.visitors.get(type(node), ()):
@@ -845,7 +860,13 @@ class FileAnalyzer:
                     scope.returns.append(self.value(node.value))
         elif isinstance(node, ast.If):
             self._expression(node.test)
-            self._branches(node.body, node.orelse, lazy=self._is_lazy_init(node))
+            training = self._training_test(node.test)
+            self._branches(
+                node.body,
+                node.orelse,
+                lazy=training is True or self._is_lazy_init(node),
+                lazy_else=training is False,
+            )
         elif isinstance(node, (ast.For, ast.AsyncFor)):
             self._expression(node.iter)
             before = dict(scope.env)
@@ -907,8 +928,13 @@ class FileAnalyzer:
         return self.qualified_name(node.func) if isinstance(node, ast.Call) else None
 
     def _branches(
-        self, body: Sequence[ast.stmt], orelse: Sequence[ast.stmt], lazy: bool = False
+        self,
+        body: Sequence[ast.stmt],
+        orelse: Sequence[ast.stmt],
+        lazy: bool = False,
+        lazy_else: bool = False,
     ) -> None:
+        """Walk both branches of an ``if``; a ``lazy`` branch does not run per step."""
         before = dict(self.scope.env)
         self.scope.lazy_depth += lazy
         try:
@@ -917,49 +943,103 @@ class FileAnalyzer:
             self.scope.lazy_depth -= lazy
         after_body = self.scope.env
         self.scope.env = dict(before)
-        self._body(orelse)
+        self.scope.lazy_depth += lazy_else
+        try:
+            self._body(orelse)
+        finally:
+            self.scope.lazy_depth -= lazy_else
         self._merge_env(after_body)
+
+    def _training_test(self, test: ast.expr) -> bool | None:
+        """True for ``if self.training`` (also ``self.training and ...``), False for
+        ``if not self.training``: code for training mode, which inference never runs."""
+        if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+            return False if self._training_test(test.operand) is True else None
+        if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And):
+            return True if any(self._training_test(v) is True for v in test.values) else None
+        if (
+            isinstance(test, ast.Attribute)
+            and test.attr == "training"
+            and isinstance(test.value, ast.Name)
+            and test.value.id == self.scope.self_name
+        ):
+            return True
+        return None
 
     def _is_lazy_init(self, node: ast.If) -> bool:
         """``if self._k is None: self._k = ...``, ``if key not in _CACHE: _CACHE[key] = ...``:
-        a cache check whose body fills the persistent state it checks (a ``self``
-        attribute or a module-level name) runs once, not on every step."""
-        checks = (ast.Is, ast.IsNot, ast.In, ast.NotIn, ast.NotEq)
-        is_check = any(
-            (isinstance(n, ast.Compare) and any(isinstance(op, checks) for op in n.ops))
-            or (isinstance(n, ast.UnaryOp) and isinstance(n.op, ast.Not))
-            for n in ast.walk(node.test)
-        )
-        if not is_check:
+        a cache check whose body fills the persistent state it checks (an attribute of
+        ``self`` or of another object, a module-level name) runs once, not on every step."""
+        tested = self._cache_checked(node.test, bare=False)
+        return bool(tested) and self._fills(node.body, tested)
+
+    def _returns_when_cached(self, node: ast.If, rest: Sequence[ast.stmt]) -> bool:
+        """``if key in self._done: return`` (or ``if self._ready: return``) followed by code
+        that fills the state it checks: that code runs once, not on every step."""
+        if node.orelse or not rest or not isinstance(node.body[-1], ast.Return):
             return False
-        tested = {
-            ast.unparse(n)
-            for n in ast.walk(node.test)
-            if isinstance(n, (ast.Name, ast.Attribute, ast.Subscript))
+        tested = self._cache_checked(node.test, bare=True)
+        return bool(tested) and self._fills(rest, tested)
+
+    def _cache_checked(self, test: ast.expr, *, bare: bool) -> set[str]:
+        """The persistent state a cache check tests (``x is None``, ``k in self._cache``,
+        ``not self._ready`` and, with ``bare``, a plain ``self._ready``); empty otherwise."""
+        checks = (ast.Is, ast.IsNot, ast.In, ast.NotIn, ast.NotEq)
+        operands: list[ast.expr] = []
+        for node in ast.walk(test):
+            if isinstance(node, ast.Compare) and any(isinstance(op, checks) for op in node.ops):
+                operands += [node.left, *node.comparators]
+            elif isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
+                operands.append(node.operand)
+        if bare and isinstance(test, (ast.Name, ast.Attribute)):
+            operands.append(test)
+        return {
+            ast.unparse(operand)
+            for operand in operands
+            if isinstance(operand, (ast.Name, ast.Attribute, ast.Subscript))
+            and self._persistent(operand)
         }
-        for statement in node.body:
+
+    def _fills(self, statements: Sequence[ast.stmt], tested: set[str]) -> bool:
+        """True when ``statements`` store into (assign, or mutate with ``add``, ``update``,
+        ``copy_``...) one of the ``tested`` expressions or an item or attribute of one."""
+        for statement in statements:
             for child in ast.walk(statement):
                 if isinstance(child, ast.Assign):
                     targets = child.targets
-                elif isinstance(child, ast.AnnAssign):
+                elif isinstance(child, (ast.AnnAssign, ast.AugAssign)):
                     targets = [child.target]
+                elif (
+                    isinstance(child, ast.Call)
+                    and isinstance(child.func, ast.Attribute)
+                    and child.func.attr in _MUTATORS
+                ):
+                    targets = [child.func.value]
                 else:
                     continue
                 for target in targets:
-                    stored = target.value if isinstance(target, ast.Subscript) else target
-                    if ast.unparse(stored) in tested and self._persistent(stored):
-                        return True
+                    stored: ast.expr = target
+                    while True:
+                        if ast.unparse(stored) in tested:
+                            return True
+                        if not isinstance(stored, (ast.Attribute, ast.Subscript)):
+                            break
+                        stored = stored.value
         return False
 
     def _persistent(self, node: ast.expr) -> bool:
-        """True for state that outlives a call: ``self.x`` or a module-level name."""
-        while isinstance(node, (ast.Attribute, ast.Subscript)):
-            node = node.value
-        if not isinstance(node, ast.Name):
+        """True for state that outlives a call: a module-level name, or an attribute or item
+        of ``self``, of a parameter (``layer._scale``) or of a module-level name."""
+        root = node
+        while isinstance(root, (ast.Attribute, ast.Subscript)):
+            root = root.value
+        if not isinstance(root, ast.Name):
             return False
-        if node.id == self.scope.self_name:
+        if root is not node and (
+            root.id == self.scope.self_name or root.id in self.scope.facts.params
+        ):
             return True
-        return self.scope is not self.module_scope and node.id in self.module_scope.env
+        return self.scope is not self.module_scope and root.id in self.module_scope.env
 
     def _merge_env(self, other: dict[str, Value]) -> None:
         env = self.scope.env

@@ -59,17 +59,17 @@ class Value:
 
 
 def maybe_device_tensor(value: Value) -> bool:
-    """True when ``value`` is known to be a tensor that may live on the accelerator: made
-    on the device, or tagged as a tensor, an index tensor or a mask (never a Python number
-    or sequence).
+    """True when ``value`` is known to be a tensor that may live on the accelerator:
+    tagged as a tensor or an index tensor (never a Python number or sequence).
 
     Python conversions (``int(x)``, ``if x:``) are only syncs for such values: an
     untagged ``x``, even one derived from device data by an opaque call, might just
-    as well be a Python number.
+    as well be a Python number, and a ``BOOL`` value without the tensor tag may be a
+    Python bool (``mode == "greedy"`` on a parameter).
     """
     if PYSEQ in value.tags or not value.may_be_device:
         return False
-    return value.place is Place.DEVICE or bool(value.tags & {TENSOR, INDEX, BOOL})
+    return bool(value.tags & {TENSOR, INDEX})
 
 
 HOST = Value(Place.HOST)

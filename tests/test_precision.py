@@ -189,3 +189,94 @@ def test_lint_tree_sees_configs_across_modules() -> None:
     )
     assert not result.problems
     assert result.findings == []
+
+
+def test_a_comparison_of_host_settings_is_a_python_bool() -> None:
+    source = """
+        import torch
+        from torch import nn
+
+        class Sampler(nn.Module):
+            def forward(self, logits, mode_override=None):
+                mode = mode_override or self.mode
+                if mode == "raw_logits":
+                    return logits
+                if (logits > 0).any():
+                    return -logits
+                return logits
+    """
+    assert reported(source) == [("SG105", 9)]
+
+
+# ---------------------------------------------------------- once, not per step
+
+
+def test_early_return_when_cached_makes_the_rest_run_once() -> None:
+    source = """
+        import torch
+        from torch import nn
+
+        class Experts(nn.Module):
+            def _first_launch(self, x):
+                key = (x.device.index, self.group)
+                if key in self._launched:
+                    return
+                torch.cuda.synchronize()
+                self._launched.add(key)
+
+            def _every_launch(self, x):
+                if x.device.index in self._seen:
+                    return
+                torch.cuda.synchronize()
+
+            def forward(self, x):
+                self._first_launch(x)
+                self._every_launch(x)
+                return x
+    """
+    assert reported(source) == [("SG401", 15)]
+
+
+def test_lazy_initialisation_on_another_object_runs_once() -> None:
+    source = """
+        import torch
+
+        class Impl:
+            def forward(self, layer, x, scale):  # syncguard: hot
+                if layer._scale_float is None:
+                    layer._scale_float = scale.cpu().item()
+                return x * layer._scale_float, scale.item()
+    """
+    assert reported(source) == [("SG101", 7)]
+
+
+def test_a_default_argument_filled_in_is_not_lazy_initialisation() -> None:
+    source = """
+        import torch
+        from torch import nn
+
+        class Block(nn.Module):
+            def forward(self, x, lens=None):
+                if lens is None:
+                    lens = x.sum(-1).tolist()
+                return x, lens
+    """
+    assert reported(source) == [("SG102", 7)]
+
+
+def test_training_only_branches_do_not_run_in_inference() -> None:
+    source = """
+        import torch
+        from torch import nn
+
+        class Codebook(nn.Module):
+            def forward(self, x):
+                if self.training:
+                    self.expire(x.sum().item())
+                if not self.training:
+                    out = x
+                else:
+                    out = x[x > 0]
+                return out, x.max().item()
+    """
+    assert reported(source) == [("SG101", 12)]
