@@ -14,6 +14,7 @@ from syncguard._version import __version__
 if TYPE_CHECKING:
     from syncguard.config import Settings
     from syncguard.engine import LintResult
+    from syncguard.progress import ProgressBar
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 
@@ -180,14 +181,21 @@ def _check(args: argparse.Namespace) -> int:
     return EXIT_CLEAN
 
 
+def progress_bar(output_format: str | None) -> ProgressBar | None:
+    """A progress bar on stderr when it is a terminal and the output is meant for people
+    (never with json, sarif or github output, which tools read)."""
+    from syncguard.progress import ProgressBar
+
+    if output_format not in (None, "full", "concise") or not sys.stderr.isatty():
+        return None
+    return ProgressBar(sys.stderr)
+
+
 def _lint(args: argparse.Namespace, settings: Settings) -> LintResult:
     """Lint with the run options (processes, cache, progress bar on a terminal)."""
     from syncguard.engine import lint_files
-    from syncguard.progress import ProgressBar
 
-    progress = None
-    if sys.stderr.isatty() and args.output_format in (None, "full", "concise"):
-        progress = ProgressBar(sys.stderr)
+    progress = progress_bar(args.output_format)
     try:
         return lint_files(
             args.paths,

@@ -9,13 +9,30 @@ from __future__ import annotations
 
 import ast
 import fnmatch
+import gc
+import hashlib
 import io
+import multiprocessing as mp
 import os
+import threading
 import tokenize
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
+from contextlib import contextmanager
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from syncguard.analysis import FileAnalyzer
+from syncguard.cache import (
+    Cache,
+    CallFilter,
+    Payload,
+    content_key,
+    decode_facts,
+    encode_facts,
+    prune_calls,
+)
 from syncguard.config import Settings
 from syncguard.discovery import discover, module_name
 from syncguard.facts import FileError, FileFacts
@@ -46,6 +63,7 @@ class LintResult:
     problems: list[Problem] = field(default_factory=list)
     files: int = 0
     rules: dict[str, type[Rule]] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)  # e.g. a cache that cannot be written
 
 
 def decode(data: bytes) -> str:
@@ -124,11 +142,12 @@ class _Suppressions:
 
     def __init__(self, sources: dict[str, str]) -> None:
         self.sources = sources
+        self.lines: dict[str, list[str]] = {}
         self.comments: dict[str, dict[int, str]] = {}
 
-    def _comments(self, path: str) -> dict[int, str]:
-        found = self.comments.get(path)
-        if found is None:
+    def _comment(self, path: str, line: int) -> str | None:
+        lines = self.lines.get(path)
+        if lines is None:
             source = self.sources.get(path)
             if source is None:
                 try:
@@ -136,16 +155,20 @@ class _Suppressions:
                         source = decode(handle.read())
                 except (OSError, _Unreadable):
                     source = ""
-            lowered = source.lower()
-            relevant = "noqa" in lowered or "syncguard" in lowered
-            found = self.comments[path] = comment_lines(source) if relevant else {}
-        return found
+            self.sources[path] = source
+            lines = self.lines[path] = source.split("\n")  # numbered as tokenize does
+        text = lines[line - 1].lower() if 0 < line <= len(lines) else ""
+        if "noqa" not in text and "syncguard" not in text:
+            return None  # no suppression on this line: spare tokenizing the file
+        comments = self.comments.get(path)
+        if comments is None:
+            comments = self.comments[path] = comment_lines(self.sources[path])
+        return comments.get(line)
 
     def silences(self, finding: Finding) -> bool:
         for path, first, last in finding.suppressible_at:
-            comments = self._comments(path)
             for line in {finding.span.line if path == finding.path else first, first, last}:
-                comment = comments.get(line)
+                comment = self._comment(path, line)
                 if comment is None:
                     continue
                 suppression = parse_line(comment)
@@ -171,46 +194,51 @@ def lint_files(
     settings: Settings | None = None,
     scope: str | None = None,
     sources: Mapping[str, str] | None = None,
+    jobs: int = 1,
+    cache_dir: str | os.PathLike[str] | None = None,
+    progress: Callable[[int, int], None] | None = None,
 ) -> LintResult:
     """Lint ``paths`` (files or folders) and return the sorted findings and problems.
 
     ``sources`` maps discovered paths to text linted instead of the file's
     contents (the fixer re-lints its edits before writing anything).
+    ``jobs`` > 1 analyses files in that many processes; ``cache_dir`` keeps
+    per-file facts and run results there between runs; ``progress(done,
+    total)`` is called as files are analysed. None of them changes the result.
     """
     settings = settings or Settings()
     rule_classes = all_rules()
-    rules = [rule_class() for rule_class in rule_classes.values()]
     result = LintResult(rules=rule_classes)
     files, missing = discover(paths, settings.exclude)
     for path in missing:
         result.problems.append(Problem(path, 1, 1, "no such file or directory"))
     result.files = len(files)
-    texts: dict[str, str] = {}
-    analysed: list[SourceFile] = []
-    for path in files:
-        source: str | None
-        if sources is not None and path in sources:
-            source = sources[path]
-            outcome = analyze_source(source, *module_name(path), rules)
-        else:
-            outcome, source = analyze_path(path, rules)
-        if isinstance(outcome, FileError):
-            result.problems.append(Problem(path, outcome.line, outcome.column, outcome.message))
-            continue
-        assert source is not None
-        if ignores_file(source):
-            continue
-        texts[path] = source
-        module, is_package = module_name(path)
-        analysed.append(SourceFile(path, root_of(path, module, is_package), outcome))
-    project = Project(
-        analysed,
-        HotSettings(settings.hot_functions, settings.cold_functions, settings.compiled_functions),
-        {code: rule.message for code, rule in rule_classes.items()},
-        frozenset(code for code, rule in rule_classes.items() if rule.graph_break),
+    cache = Cache(Path(cache_dir)) if cache_dir is not None else None
+    rules = [rule_class() for rule_class in rule_classes.values()]
+    hot_settings = HotSettings(
+        settings.hot_functions, settings.cold_functions, settings.compiled_functions
     )
-    suppressions = _Suppressions(texts)
-    for finding in project.findings(scope or settings.scope):
+    run_scope = scope or settings.scope
+    with _gc_paused():
+        units = _per_file_phase(files, sources or {}, rules, jobs, cache, progress)
+        for unit in units:
+            if unit.error:
+                error = _outcome(unit, rules, cache, None)
+                if isinstance(error, FileError):
+                    result.problems.append(
+                        Problem(unit.path, error.line, error.column, error.message)
+                    )
+        linted = [unit for unit in units if not unit.error and not unit.ignored]
+        run_key = _run_key(linted, hot_settings, run_scope) if cache is not None else None
+        findings = cache.findings(run_key) if cache is not None and run_key else None
+        if findings is None:
+            findings = _project_findings(linted, rules, cache, hot_settings, run_scope)
+            if cache is not None and run_key is not None:
+                cache.store_findings(run_key, findings)
+        for unit in units:  # let the facts go before the collector resumes
+            unit.outcome = None
+    suppressions = _Suppressions({u.path: u.text for u in units if u.text is not None})
+    for finding in findings:
         if not settings.selects(finding.code) or _per_file_ignored(
             settings, finding.path, finding.code
         ):
@@ -218,4 +246,266 @@ def lint_files(
         if suppressions.silences(finding):
             continue
         result.findings.append(finding)
+    if cache is not None:
+        cache.save(unit.path for unit in units if unit.key is not None)
+        result.warnings.extend(cache.warnings)
     return result
+
+
+def _project_findings(
+    linted: Sequence[_Unit],
+    rules: Sequence[Rule],
+    cache: Cache | None,
+    hot_settings: HotSettings,
+    scope: str,
+) -> list[Finding]:
+    """The project phase over the facts of ``linted`` (decoded here, dropped on return)."""
+    keep_call = _CallFilter({unit.module for unit in linted})
+    analysed: list[SourceFile] = []
+    for unit in linted:
+        facts = _outcome(unit, rules, cache, keep_call)
+        if isinstance(facts, FileFacts):  # else the file became unreadable meanwhile
+            root = root_of(unit.path, unit.module, unit.is_package)
+            analysed.append(SourceFile(unit.path, root, facts))
+    rule_classes = {rule.code: type(rule) for rule in rules}
+    project = Project(
+        analysed,
+        hot_settings,
+        {code: rule.message for code, rule in rule_classes.items()},
+        frozenset(code for code, rule in rule_classes.items() if rule.graph_break),
+        rules,
+    )
+    return project.findings(scope)
+
+
+# Analysing fewer bytes than this in worker processes costs more than it saves.
+POOL_MIN_BYTES = 256_000
+
+
+@dataclass(slots=True)
+class _Unit:
+    """One discovered file on its way through the per-file phase."""
+
+    path: str
+    module: str
+    is_package: bool
+    key: bytes | None = None  # content key, when the file was read and may be cached
+    data: bytes | None = None  # bytes still to analyse
+    text: str | None = None  # text given by the caller instead of the file's content
+    ignored: bool = False  # carries ``# syncguard: ignore-file``
+    error: bool = False  # could not be read, decoded or parsed
+    outcome: FileFacts | FileError | None = None
+    payload: Payload | None = None  # the outcome encoded, decoded only when needed
+
+
+def _per_file_phase(
+    files: Sequence[str],
+    sources: Mapping[str, str],
+    rules: Sequence[Rule],
+    jobs: int,
+    cache: Cache | None,
+    progress: Callable[[int, int], None] | None,
+) -> list[_Unit]:
+    """Every file with its facts: cached (still encoded), or analysed here or in workers."""
+    units: list[_Unit] = []
+    pending: list[_Unit] = []
+    for path, (module, is_package) in zip(files, _module_names(files), strict=True):
+        unit = _Unit(path, module, is_package)
+        units.append(unit)
+        if path in sources:
+            unit.text = sources[path]
+            unit.ignored, unit.outcome = _analyse_text(unit.text, unit, rules)
+            unit.error = isinstance(unit.outcome, FileError)
+            continue
+        try:
+            with open(path, "rb") as handle:
+                unit.data = handle.read()
+        except OSError as error:
+            unit.outcome = FileError(1, 1, f"cannot read: {error.strerror or error}")
+            unit.error = True
+            continue
+        if cache is not None:
+            unit.key = content_key(unit.data, unit.module, unit.is_package)
+            cached = cache.entry(path, unit.key)
+            if cached is not None:
+                unit.ignored, unit.error, unit.payload = cached
+                unit.data = None
+                continue
+        pending.append(unit)
+    done = 0
+
+    def finished(unit: _Unit, ignored: bool, failed: bool) -> None:
+        nonlocal done
+        unit.data, unit.ignored, unit.error = None, ignored, failed
+        if cache is not None and unit.key is not None and unit.payload is not None:
+            cache.store(unit.path, unit.key, ignored, failed, unit.payload)
+        done += 1
+        if progress is not None:
+            progress(done, len(pending))
+
+    size = sum(len(unit.data or b"") for unit in pending)
+    workers = min(jobs, len(pending)) if size >= POOL_MIN_BYTES else 1
+    if workers > 1:
+        try:
+            for unit, (ignored, failed, payload) in zip(
+                pending, _pool_map(workers, pending), strict=True
+            ):
+                if payload is not None:  # None: facts that only this process can hold
+                    unit.payload = payload
+                    finished(unit, ignored, failed)
+        except (OSError, BrokenProcessPool):
+            pass  # no worker processes here (a sandbox, a killed worker): go on in this one
+    for unit in pending:
+        if unit.data is None:
+            continue
+        ignored, unit.outcome = _analyse_bytes(unit.data, unit, rules)
+        if cache is not None:
+            unit.payload = _encoded(unit.outcome)
+        finished(unit, ignored, isinstance(unit.outcome, FileError))
+    return units
+
+
+def _module_names(files: Sequence[str]) -> list[tuple[str, bool]]:
+    """:func:`module_name` of each file, asking the file system once per folder."""
+    packages: dict[str, str] = {}  # folder -> its package name ("" when not a package)
+    names: list[tuple[str, bool]] = []
+    for path in files:
+        folder, filename = os.path.split(path)
+        package = packages.get(folder)
+        if package is None:
+            module, is_package = module_name(path)
+            package = packages[folder] = module if is_package else module.rpartition(".")[0]
+        stem = filename.rsplit(".", 1)[0]
+        if stem == "__init__":
+            names.append((package, True))
+        else:
+            names.append((f"{package}.{stem}" if package else stem, False))
+    return names
+
+
+def _analyse_text(
+    source: str, unit: _Unit, rules: Sequence[Rule]
+) -> tuple[bool, FileFacts | FileError]:
+    """(ignore-file flag, facts) of ``source`` as the module of ``unit``."""
+    outcome = analyze_source(source, unit.module, unit.is_package, rules)
+    return not isinstance(outcome, FileError) and ignores_file(source), outcome
+
+
+def _analyse_bytes(
+    data: bytes, unit: _Unit, rules: Sequence[Rule]
+) -> tuple[bool, FileFacts | FileError]:
+    try:
+        source = decode(data)
+    except _Unreadable as unreadable:
+        return False, unreadable.error
+    return _analyse_text(source, unit, rules)
+
+
+def _encoded(outcome: FileFacts | FileError) -> Payload | None:
+    """``outcome`` encoded for the cache or a pipe; None when it cannot be (odd records)."""
+    try:
+        return encode_facts(outcome)
+    except Exception:
+        return None
+
+
+def _outcome(
+    unit: _Unit, rules: Sequence[Rule], cache: Cache | None, keep_call: CallFilter | None
+) -> FileFacts | FileError:
+    """The facts of ``unit``, with only the calls ``keep_call`` keeps."""
+    if unit.outcome is not None:
+        if keep_call is not None and isinstance(unit.outcome, FileFacts):
+            prune_calls(unit.outcome, keep_call)
+        return unit.outcome
+    assert unit.payload is not None
+    try:
+        return decode_facts(unit.payload, keep_call)
+    except Exception:  # an entry this version cannot read: analyse the file again
+        if cache is not None:
+            cache.forget(unit.path)
+        outcome, _ = analyze_path(unit.path, rules)
+        if keep_call is not None and isinstance(outcome, FileFacts):
+            prune_calls(outcome, keep_call)
+        return outcome
+
+
+class _CallFilter:
+    """Keeps the calls that may resolve to a function of the linted tree.
+
+    A dotted callee (``pkg.mod.f``, from an import) resolves only through a
+    module of the tree named by one of its prefixes, as in the project phase;
+    most name the standard library or a third-party package. Dropping those
+    changes no finding and spares decoding and resolving them.
+    """
+
+    def __init__(self, modules: set[str]) -> None:
+        self.modules = modules
+        self.heads = {module.partition(".")[0] for module in modules}
+        self.known: dict[str, bool] = {}
+
+    def __call__(self, callee: tuple[str, ...]) -> bool:
+        if callee[0] != "dotted":
+            return True
+        dotted = callee[1]
+        found = self.known.get(dotted)
+        if found is None:
+            parts = dotted.split(".")
+            found = parts[0] in self.heads and any(
+                ".".join(parts[:cut]) in self.modules for cut in range(1, len(parts))
+            )
+            self.known[dotted] = found
+        return found
+
+
+def _run_key(linted: Sequence[_Unit], hot_settings: HotSettings, scope: str) -> bytes | None:
+    """What decides the project phase's result: every linted file's path and content key,
+    the hot-path settings and the scope; None when some input is not a file on disk."""
+    digest = hashlib.blake2b(repr((hot_settings, scope)).encode(), digest_size=16)
+    for unit in linted:
+        if unit.key is None:
+            return None
+        digest.update(unit.path.encode("utf-8", "surrogateescape") + b"\0" + unit.key)
+    return digest.digest()
+
+
+_worker_rules: list[Rule] = []
+
+
+def _start_worker() -> None:
+    global _worker_rules
+    gc.disable()  # short-lived and acyclic: reference counting frees everything
+    _worker_rules = [rule_class() for rule_class in all_rules().values()]
+
+
+def _analyse_in_worker(
+    task: tuple[str, bytes, str, bool],
+) -> tuple[bool, bool, Payload | None]:
+    path, data, module, is_package = task
+    ignored, outcome = _analyse_bytes(data, _Unit(path, module, is_package), _worker_rules)
+    return ignored, isinstance(outcome, FileError), _encoded(outcome)
+
+
+def _pool_map(workers: int, units: Sequence[_Unit]) -> Iterator[tuple[bool, bool, Payload | None]]:
+    """Analyse ``units`` in ``workers`` processes; results in order."""
+    tasks = [(unit.path, unit.data, unit.module, unit.is_package) for unit in units]
+    # fork is fast and safe while this process runs no other thread; else the default.
+    single_threaded = threading.active_count() == 1
+    method = "fork" if single_threaded and "fork" in mp.get_all_start_methods() else None
+    chunk = max(1, min(8, len(tasks) // (workers * 16)))
+    with ProcessPoolExecutor(
+        workers, mp_context=mp.get_context(method), initializer=_start_worker
+    ) as pool:
+        yield from pool.map(_analyse_in_worker, tasks, chunksize=chunk)
+
+
+@contextmanager
+def _gc_paused() -> Iterator[None]:
+    """Pause the cyclic garbage collector: facts are big, acyclic and live until the end,
+    and collections scanning them again and again cost a third of a cold run."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()

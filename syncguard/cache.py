@@ -1,0 +1,416 @@
+"""The on-disk cache: per-file facts, and the findings of whole runs.
+
+Layout of a cache folder (``.syncguard_cache/`` beside the config file, or
+``--cache-dir``)::
+
+    CACHEDIR.TAG              tells backup tools to skip the folder
+    .gitignore                "*": the folder never shows up in git status
+    facts-<fingerprint>.pack  absolute path -> (content key, ignore-file flag, facts)
+    runs-<fingerprint>.pack   run key -> findings of the project phase
+
+The fingerprint covers the cache format, the Python version (``ast`` differs
+between versions) and the source of syncguard and its rules, so a new version
+or an edited rule never reads facts computed by another one. A facts entry is
+used only when its content key (hash of the file's bytes, module name, package
+flag) matches the file as it is now. Packs are written atomically (a temporary
+file, then ``os.replace``) and carry a checksum: a corrupt, truncated or foreign
+pack is ignored and rebuilt.
+
+Facts travel as nested tuples of plain values (see :func:`encode_facts`):
+``marshal`` loads those far faster than ``pickle`` loads frozen dataclasses,
+which matters both for a warm run and for results coming back from worker
+processes.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import marshal
+import os
+import pickle
+import sys
+import tempfile
+from collections.abc import Callable, Iterable
+from dataclasses import fields
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from syncguard._version import __version__
+from syncguard.facts import (
+    CallSite,
+    ClassFacts,
+    Edit,
+    FileError,
+    FileFacts,
+    Fix,
+    FunctionFacts,
+    Site,
+    Span,
+)
+from syncguard.values import Place, Value
+
+CACHE_FOLDER = ".syncguard_cache"
+FORMAT = 2
+_MAGIC = b"syncguard-cache\n"
+_CHECKSUM_SIZE = 16
+_CACHEDIR_TAG = (
+    "Signature: 8a477f597d28d172789f06886806bc55\n"
+    "# This file is a cache directory tag created by syncguard.\n"
+    "# For information about cache directory tags see https://bford.info/cachedir/\n"
+)
+_KEPT_FINGERPRINTS = 3  # packs of older syncguard versions kept (several installs side by side)
+_KEPT_RUNS = 4  # results of distinct runs kept (e.g. `check .` and a pre-commit file list)
+
+# A file's facts, encoded by :func:`encode_facts`.
+Payload = bytes
+# Decides from a call's callee whether to keep the call (the engine drops calls
+# that cannot resolve in the linted tree).
+CallFilter = Callable[[tuple[str, ...]], bool]
+
+
+# ---------------------------------------------------------------- fingerprint
+
+
+@cache
+def fingerprint() -> str:
+    """A hash of everything besides a file's content that decides its facts."""
+    from syncguard import rules
+
+    digest = hashlib.blake2b(digest_size=8)
+    digest.update(f"{FORMAT}|{__version__}|{sys.version_info[:2]}".encode())
+    folders = [Path(__file__).parent, *map(Path, rules.__path__)]
+    for folder in folders:
+        for path in sorted(folder.glob("*.py")):
+            digest.update(path.name.encode())
+            digest.update(path.read_bytes())
+    return digest.hexdigest()
+
+
+def content_key(data: bytes, module: str, is_package: bool) -> bytes:
+    """The key of a file's facts: its bytes, module name and package flag."""
+    digest = hashlib.blake2b(data, digest_size=16)
+    digest.update(f"\0{module}\0{is_package}".encode())
+    return digest.digest()
+
+
+# ---------------------------------------------------------------------- codec
+
+# The fields the codec below knows; if facts.py gains a field, the codec falls
+# back to pickle (correct but slower) until it is taught the new field.
+_KNOWN_FIELDS: dict[type, tuple[str, ...]] = {
+    FileFacts: ("module", "imports", "functions", "classes", "compiled", "records"),
+    FunctionFacts: (
+        "qualname", "line", "class_name", "params", "kind", "decorators", "marker", "sites",
+        "calls",
+    ),
+    ClassFacts: ("qualname", "line", "bases", "attribute_types"),
+    CallSite: ("callee", "span", "statement", "args", "kwargs", "in_loop"),
+    Site: (
+        "code", "span", "statement", "message", "suggestion", "value", "in_loop", "fix",
+    ),
+    Fix: ("applicability", "description", "edits"),
+    Edit: ("span", "text"),
+    Span: ("line", "column", "end_line", "end_column"),
+    Value: ("place", "params", "tags"),
+    FileError: ("line", "column", "message"),
+}  # fmt: skip
+
+
+def codec_is_current() -> bool:
+    """True when the compact codec knows every field of the fact classes."""
+    return all(tuple(f.name for f in fields(cls)) == names for cls, names in _KNOWN_FIELDS.items())
+
+
+_COMPACT = codec_is_current()
+
+
+def _span(span: Span) -> tuple[int, int, int, int]:
+    return (span.line, span.column, span.end_line, span.end_column)
+
+
+def _fix(fix: Fix | None) -> tuple[Any, ...] | None:
+    if fix is None:
+        return None
+    edits = tuple((_span(edit.span), edit.text) for edit in fix.edits)
+    return (fix.applicability, fix.description, edits)
+
+
+def encode_facts(outcome: FileFacts | FileError) -> Payload:
+    """``outcome`` as bytes: nested tuples of plain values, marshalled."""
+    return marshal.dumps(_plain(outcome))
+
+
+def _plain(outcome: FileFacts | FileError) -> tuple[Any, ...]:
+    if isinstance(outcome, FileError):
+        return ("error", outcome.line, outcome.column, outcome.message)
+    if not _COMPACT:
+        return ("pickle", pickle.dumps(outcome, pickle.HIGHEST_PROTOCOL))
+    values: dict[Value, int] = {}
+    arguments: dict[tuple[int, ...], int] = {}  # tuples of value indices, shared by calls
+    keywords: dict[tuple[tuple[str, int], ...], int] = {}
+
+    def index(table: dict[Any, int], item: Any) -> int:
+        found = table.get(item)
+        if found is None:
+            found = table[item] = len(table)
+        return found
+
+    functions = []
+    for function in outcome.functions.values():
+        sites = tuple(
+            (site.code, _span(site.span), site.statement, site.message, site.suggestion,
+             index(values, site.value), site.in_loop, _fix(site.fix))
+            for site in function.sites
+        )  # fmt: skip
+        calls = tuple(
+            (call.callee, _span(call.span), call.statement,
+             index(arguments, tuple(index(values, arg) for arg in call.args)),
+             index(keywords, tuple((name, index(values, arg)) for name, arg in call.kwargs)),
+             call.in_loop)
+            for call in function.calls
+        )  # fmt: skip
+        functions.append(
+            (function.qualname, function.line, function.class_name, function.params,
+             function.kind, function.decorators, function.marker, sites, calls)
+        )  # fmt: skip
+    classes = tuple(
+        (c.qualname, c.line, c.bases, c.attribute_types) for c in outcome.classes.values()
+    )
+    table = tuple(
+        (int(value.place), tuple(sorted(value.params)), tuple(sorted(value.tags)))
+        for value in values
+    )
+    records = pickle.dumps(outcome.records, pickle.HIGHEST_PROTOCOL) if outcome.records else None
+    return (
+        "facts", outcome.module, outcome.imports, tuple(functions), classes,
+        tuple(outcome.compiled), table, tuple(arguments), tuple(keywords), records,
+    )  # fmt: skip
+
+
+def _decode_fix(data: tuple[Any, ...] | None) -> Fix | None:
+    if data is None:
+        return None
+    applicability, description, edits = data
+    return Fix(applicability, description, tuple(Edit(Span(*s), text) for s, text in edits))
+
+
+def decode_facts(encoded: Payload, keep_call: CallFilter | None = None) -> FileFacts | FileError:
+    """The facts ``encoded`` by :func:`encode_facts`, without the calls ``keep_call``
+    rejects; raises on bad data."""
+    payload = marshal.loads(encoded)
+    kind = payload[0]
+    if kind == "error":
+        return FileError(payload[1], payload[2], payload[3])
+    if kind == "pickle":
+        facts = pickle.loads(payload[1])
+        if not isinstance(facts, FileFacts):
+            raise TypeError("not a FileFacts")
+        if keep_call is not None:
+            prune_calls(facts, keep_call)
+        return facts
+    if kind != "facts":
+        raise ValueError(f"unknown payload kind {kind!r}")
+    (_, module, imports, encoded_functions, encoded_classes, compiled, table, argument_table,
+     keyword_table, records) = payload  # fmt: skip
+    values = [_VALUES.get(entry) or _value(entry) for entry in table]
+    arguments = [tuple([values[i] for i in entry]) for entry in argument_table]
+    keywords = [tuple([(name, values[i]) for name, i in entry]) for entry in keyword_table]
+    functions: dict[str, FunctionFacts] = {}
+    for function in encoded_functions:
+        qualname, line, class_name, params, kind_, decorators, marker, sites, calls = function
+        functions[qualname] = FunctionFacts(
+            qualname, line, class_name, params, kind_, decorators, marker,
+            [
+                Site(code, Span(*span), statement, message, suggestion, values[value],
+                     in_loop, _decode_fix(fix))
+                for code, span, statement, message, suggestion, value, in_loop, fix in sites
+            ],
+            [
+                CallSite(callee, Span(*span), statement, arguments[args], keywords[kwargs],
+                         in_loop)
+                for callee, span, statement, args, kwargs, in_loop in calls
+                if keep_call is None or keep_call(callee)
+            ],
+        )  # fmt: skip
+    classes = {
+        qualname: ClassFacts(qualname, line, bases, attribute_types)
+        for qualname, line, bases, attribute_types in encoded_classes
+    }
+    return FileFacts(
+        module,
+        imports,
+        functions,
+        classes,
+        list(compiled),
+        pickle.loads(records) if records is not None else {},
+    )
+
+
+# Values decoded so far: a few dozen distinct ones serve every file (they are immutable).
+_VALUES: dict[tuple[int, tuple[str, ...], tuple[str, ...]], Value] = {}
+
+
+def _value(entry: tuple[int, tuple[str, ...], tuple[str, ...]]) -> Value:
+    place, params, tags = entry
+    value = _VALUES[entry] = Value(Place(place), frozenset(params), frozenset(tags))
+    return value
+
+
+def prune_calls(facts: FileFacts, keep_call: CallFilter) -> None:
+    """Drop from ``facts`` the calls ``keep_call`` rejects."""
+    for function in facts.functions.values():
+        function.calls = [call for call in function.calls if keep_call(call.callee)]
+
+
+# ---------------------------------------------------------------------- packs
+
+
+def _read_pack(path: Path) -> dict[Any, Any]:
+    """The dict stored at ``path``; empty when missing, corrupt or foreign."""
+    try:
+        data = path.read_bytes()
+    except OSError:
+        return {}
+    header = len(_MAGIC) + _CHECKSUM_SIZE
+    if len(data) < header or not data.startswith(_MAGIC):
+        return {}
+    body = memoryview(data)[header:]
+    if hashlib.blake2b(body, digest_size=_CHECKSUM_SIZE).digest() != data[len(_MAGIC) : header]:
+        return {}
+    try:
+        loaded = marshal.loads(body)
+    except (ValueError, EOFError, TypeError):
+        return {}
+    return loaded if isinstance(loaded, dict) else {}
+
+
+def _write_pack(path: Path, content: dict[Any, Any]) -> None:
+    """Store ``content`` at ``path`` atomically; raises OSError."""
+    body = marshal.dumps(content)
+    checksum = hashlib.blake2b(body, digest_size=_CHECKSUM_SIZE).digest()
+    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".tmp")
+    try:
+        with os.fdopen(handle, "wb") as stream:
+            stream.write(_MAGIC + checksum)
+            stream.write(body)
+        os.replace(temporary, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temporary)
+        raise
+
+
+class Cache:
+    """The facts and run results of one cache folder, for one lint run.
+
+    Nothing here raises on a bad cache: unreadable or corrupt data is a miss,
+    and a failed write becomes one message in :attr:`warnings`.
+    """
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+        self.warnings: list[str] = []
+        self._facts_path = folder / f"facts-{fingerprint()}.pack"
+        self._runs_path = folder / f"runs-{fingerprint()}.pack"
+        # absolute path -> (content key, ignore-file flag, error flag, encoded facts)
+        self._entries: dict[str, tuple[bytes, bool, bool, Payload]] = {
+            path: entry
+            for path, entry in _read_pack(self._facts_path).items()
+            if isinstance(path, str) and isinstance(entry, tuple) and len(entry) == 4
+        }
+        self._changed = False
+        self._runs: dict[bytes, bytes] | None = None
+
+    def entry(self, path: str, key: bytes) -> tuple[bool, bool, Payload] | None:
+        """(ignore-file flag, error flag, encoded facts) of the file at ``path`` if cached
+        for ``key``."""
+        entry = self._entries.get(os.path.abspath(path))
+        if entry is None or entry[0] != key or not isinstance(entry[3], bytes):
+            return None
+        return bool(entry[1]), bool(entry[2]), entry[3]
+
+    def store(self, path: str, key: bytes, ignored: bool, error: bool, payload: Payload) -> None:
+        """Remember the encoded facts of the file at ``path``."""
+        self._entries[os.path.abspath(path)] = (key, ignored, error, payload)
+        self._changed = True
+
+    def forget(self, path: str) -> None:
+        """Drop the entry of ``path`` (it could not be decoded)."""
+        if self._entries.pop(os.path.abspath(path), None) is not None:
+            self._changed = True
+
+    def findings(self, run_key: bytes) -> list[Any] | None:
+        """The project-phase findings of an identical earlier run, if kept."""
+        if self._runs is None:
+            self._runs = _read_pack(self._runs_path)
+        blob = self._runs.get(run_key)
+        if not isinstance(blob, bytes):
+            return None
+        try:
+            findings = pickle.loads(blob)
+        except Exception:
+            return None
+        return findings if isinstance(findings, list) else None
+
+    def store_findings(self, run_key: bytes, findings: list[Any]) -> None:
+        """Keep the findings of this run (and those of a few recent other runs)."""
+        if self._runs is None:
+            self._runs = _read_pack(self._runs_path)
+        runs = {k: v for k, v in self._runs.items() if k != run_key}
+        kept = dict(list(runs.items())[-(_KEPT_RUNS - 1) :]) if _KEPT_RUNS > 1 else {}
+        kept[run_key] = pickle.dumps(findings, pickle.HIGHEST_PROTOCOL)
+        self._runs = kept
+        self._save(self._runs_path, kept)
+
+    def save(self, linted: Iterable[str]) -> None:
+        """Write the facts back if anything changed; forget files that no longer exist."""
+        seen = {os.path.abspath(path) for path in linted}
+        gone = [path for path in self._entries if path not in seen and not os.path.exists(path)]
+        for path in gone:
+            del self._entries[path]
+        if self._changed or gone:
+            self._save(self._facts_path, self._entries)
+            self._changed = False
+
+    def _save(self, path: Path, content: dict[Any, Any]) -> None:
+        if self.warnings:
+            return  # already failed once: one warning per run is enough
+        try:
+            prepare_folder(self.folder)
+            _write_pack(path, content)
+            _drop_old_packs(self.folder)
+        except OSError as error:
+            self.warnings.append(
+                f"cannot write the cache in {self.folder}: {error.strerror or error} "
+                "(linting works without it; --no-cache silences this)"
+            )
+
+
+def prepare_folder(folder: Path) -> None:
+    """Create ``folder`` with its ``CACHEDIR.TAG`` and ``.gitignore``; raises OSError."""
+    folder.mkdir(parents=True, exist_ok=True)
+    for name, text in (("CACHEDIR.TAG", _CACHEDIR_TAG), (".gitignore", "*\n")):
+        marker = folder / name
+        if not marker.exists():
+            marker.write_text(text, encoding="utf-8")
+
+
+def _drop_old_packs(folder: Path) -> None:
+    """Remove the packs of all but the few most recently written fingerprints."""
+    written: dict[str, float] = {}
+    packs: list[tuple[Path, str]] = []
+    for pack in [*folder.glob("facts-*.pack"), *folder.glob("runs-*.pack")]:
+        stamp = pack.stem.partition("-")[2]
+        try:
+            modified = pack.stat().st_mtime
+        except OSError:
+            continue  # removed meanwhile by another run
+        written[stamp] = max(written.get(stamp, 0.0), modified)
+        packs.append((pack, stamp))
+    recent = sorted(written, key=written.__getitem__, reverse=True)[:_KEPT_FINGERPRINTS]
+    for pack, stamp in packs:
+        if stamp not in recent:
+            with contextlib.suppress(OSError):
+                pack.unlink()

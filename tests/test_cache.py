@@ -1,0 +1,205 @@
+"""The facts cache: encoding, robustness against bad data, invalidation, its folder."""
+
+from __future__ import annotations
+
+import marshal
+import os
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from conftest import FIXTURES, run_cli
+from syncguard import cache as cache_module
+from syncguard.cache import Cache, codec_is_current, decode_facts, encode_facts
+from syncguard.discovery import discover, module_name
+from syncguard.engine import LintResult, analyze_path, lint_files
+from syncguard.facts import FileError, FileFacts
+from syncguard.rules import all_rules
+
+HOT = "import torch\n\n@torch.compile\ndef step(x):\n    return x.item()\n"
+HELPER = (
+    "import torch\nfrom pkg.util import read\n\n@torch.compile\ndef step(x):\n    return read(x)\n"
+)
+UTIL = "def read(x):\n    return x.tolist()\n"
+
+
+def codes(result: LintResult) -> list[tuple[str, int, str]]:
+    return [(f.code, f.span.line, f.path) for f in result.findings]
+
+
+def pack(folder: Path, kind: str = "facts") -> Path:
+    (found,) = folder.glob(f"{kind}-*.pack")
+    return found
+
+
+@pytest.fixture
+def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    root = tmp_path / "project"
+    (root / "pkg").mkdir(parents=True)
+    (root / "pkg" / "__init__.py").write_text("")
+    (root / "pkg" / "hot.py").write_text(HOT)
+    (root / "pkg" / "model.py").write_text(HELPER)
+    (root / "pkg" / "util.py").write_text(UTIL)
+    monkeypatch.chdir(root)
+    return root
+
+
+def test_the_codec_knows_every_field_of_the_facts() -> None:
+    assert codec_is_current(), "a fact class gained a field: teach syncguard/cache.py about it"
+
+
+def test_facts_survive_encoding_unchanged() -> None:
+    rules = [rule_class() for rule_class in all_rules().values()]
+    files, _ = discover([str(FIXTURES)])
+    checked = 0
+    for path in files:
+        facts, _ = analyze_path(path, rules)
+        assert decode_facts(encode_facts(facts)) == facts, path
+        checked += isinstance(facts, FileFacts) and any(
+            function.sites or function.calls for function in facts.functions.values()
+        )
+    assert checked > 10
+    error = FileError(3, 7, "syntax error: invalid syntax")
+    assert decode_facts(encode_facts(error)) == error
+
+
+def test_folder_is_tagged_and_ignored_by_git(project: Path) -> None:
+    folder = project / ".syncguard_cache"
+    lint_files(["pkg"], cache_dir=folder)
+    assert (
+        (folder / "CACHEDIR.TAG")
+        .read_text()
+        .startswith("Signature: 8a477f597d28d172789f06886806bc55")
+    )
+    assert (folder / ".gitignore").read_text() == "*\n"
+    assert pack(folder).stat().st_size > 0
+    assert not [p for p in folder.iterdir() if p.name.startswith(".tmp-")]
+
+
+@pytest.mark.parametrize(
+    "damage",
+    [
+        lambda data: data[: len(data) // 2],  # truncated
+        lambda data: data[:-1] + bytes([data[-1] ^ 0xFF]),  # one byte flipped
+        lambda data: b"not a syncguard cache at all",
+        lambda data: b"",
+    ],
+    ids=["truncated", "flipped", "foreign", "empty"],
+)
+def test_a_damaged_pack_is_ignored_and_rebuilt(
+    project: Path, damage: Callable[[bytes], bytes]
+) -> None:
+    folder = project / "cache"
+    expected = codes(lint_files(["pkg"], cache_dir=folder))
+    assert expected
+    for kind in ("facts", "runs"):
+        target = pack(folder, kind)
+        target.write_bytes(damage(target.read_bytes()))
+    result = lint_files(["pkg"], cache_dir=folder)
+    assert codes(result) == expected and not result.warnings
+    assert Cache(folder).entry(str(project / "pkg" / "hot.py"), b"x") is None  # wrong key
+    assert len(Cache(folder)._entries) == 4  # rebuilt: every file is back
+
+
+def test_foreign_entries_in_a_valid_pack_are_recomputed(project: Path) -> None:
+    folder = project / "cache"
+    expected = codes(lint_files(["pkg"], cache_dir=folder))
+    target = pack(folder)
+    keys = {
+        str(project / "pkg" / name): cache_module.content_key(
+            (project / "pkg" / name).read_bytes(), *module_name(f"pkg/{name}")
+        )
+        for name in ("hot.py", "model.py", "util.py")
+    }
+    entries: dict[object, object] = {
+        keys_path: (key, False, False, marshal.dumps(("facts", "not", "enough", "fields")))
+        for keys_path, key in keys.items()
+    }
+    entries[str(project / "pkg" / "__init__.py")] = "not an entry"
+    entries[42] = (b"", False, False, b"")
+    body = marshal.dumps(entries)
+    header = (
+        cache_module._MAGIC
+        + cache_module.hashlib.blake2b(body, digest_size=cache_module._CHECKSUM_SIZE).digest()
+    )
+    target.write_bytes(header + body)
+    pack(folder, "runs").unlink()  # so that the project phase runs on those facts
+    result = lint_files(["pkg"], cache_dir=folder)
+    assert codes(result) == expected and not result.warnings
+    assert codes(lint_files(["pkg"], cache_dir=folder)) == expected
+
+
+def test_an_unwritable_cache_gives_one_warning_and_the_same_findings(project: Path) -> None:
+    blocker = project / "not-a-folder"
+    blocker.write_text("a file where the cache folder should go")
+    expected = codes(lint_files(["pkg"]))
+    result = lint_files(["pkg"], cache_dir=blocker / "cache")
+    assert codes(result) == expected and not result.problems
+    assert len(result.warnings) == 1
+    assert "cannot write the cache" in result.warnings[0] and "--no-cache" in result.warnings[0]
+
+    cli = run_cli("check", "pkg", "--cache-dir", str(blocker / "cache"), cwd=project)
+    assert cli.returncode == 1  # findings, not an error
+    assert cli.stderr.count("syncguard: warning: cannot write the cache") == 1
+    assert "Traceback" not in cli.stderr
+
+
+def test_edits_anywhere_reach_the_findings(project: Path) -> None:
+    folder = project / "cache"
+    first = codes(lint_files(["pkg"], cache_dir=folder))
+    assert ("SG102", 6, "pkg/model.py") in first  # the helper's tolist, reported at the call
+
+    (project / "pkg" / "util.py").write_text("def read(x):\n    return x\n")
+    second = codes(lint_files(["pkg"], cache_dir=folder))
+    assert second == codes(lint_files(["pkg"])) and ("SG102", 6, "pkg/model.py") not in second
+
+    # The same bytes under another module name are other facts (relative imports differ).
+    (project / "pkg" / "util.py").rename(project / "pkg" / "tools.py")
+    third = codes(lint_files(["pkg"], cache_dir=folder))
+    assert third == codes(lint_files(["pkg"]))
+
+
+def test_run_settings_are_part_of_the_cached_result(project: Path) -> None:
+    folder = project / "cache"
+    (project / "pkg" / "cold.py").write_text("def later(x):\n    return x.item()\n")
+    for scope in ("hot", "all", "hot"):
+        assert codes(lint_files(["pkg"], cache_dir=folder, scope=scope)) == codes(
+            lint_files(["pkg"], scope=scope)
+        )
+
+
+def test_packs_of_old_versions_are_cleaned_up(project: Path) -> None:
+    folder = project / "cache"
+    folder.mkdir()
+    old = time.time() - 3600
+    for index, stamp in enumerate(("0000000000000001", "0000000000000002", "0000000000000003")):
+        for kind in ("facts", "runs"):
+            stale = folder / f"{kind}-{stamp}.pack"
+            stale.write_bytes(b"old")
+            os.utime(stale, (old + index, old + index))
+    lint_files(["pkg"], cache_dir=folder)
+    left = sorted(p.name for p in folder.glob("*.pack"))
+    assert not any("0000000000000001" in name for name in left)
+    assert len({name.partition("-")[2] for name in left}) == 3
+
+
+def test_cli_cache_folder_options(project: Path) -> None:
+    (project / "pyproject.toml").write_text("[tool.syncguard]\nscope = 'hot'\n")
+    (project / "pkg" / "sub").mkdir()
+    assert run_cli("check", "..", cwd=project / "pkg" / "sub").returncode == 1
+    assert (project / ".syncguard_cache" / "CACHEDIR.TAG").is_file()  # beside the config
+
+    elsewhere = project / "elsewhere"
+    assert run_cli("check", "pkg", "--cache-dir", str(elsewhere), cwd=project).returncode == 1
+    assert pack(elsewhere).is_file()
+
+    (project / "pyproject.toml").unlink()
+    clean = project.parent / "clean"
+    clean.mkdir()
+    (clean / "a.py").write_text(HOT)
+    assert run_cli("check", ".", "--no-cache", cwd=clean).returncode == 1
+    assert not (clean / ".syncguard_cache").exists()
+    assert run_cli("check", ".", cwd=clean).returncode == 1
+    assert (clean / ".syncguard_cache").is_dir()  # no config: the current directory

@@ -1,0 +1,237 @@
+"""Worker processes, the cache and the call pruning never change a lint's result."""
+
+from __future__ import annotations
+
+import io
+import os
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import FIXTURES
+from syncguard import engine
+from syncguard.cli import progress_bar
+from syncguard.discovery import discover, module_name
+from syncguard.engine import LintResult, lint_files
+from syncguard.progress import ProgressBar, render
+
+
+def generated_tree(root: Path, modules: int = 12) -> Path:
+    """A package whose hot ``forward`` reaches syncs through chains of helpers across
+    modules, plus files the engine must report or skip (syntax error, binary, ignored)."""
+    package = root / "gen"
+    (package / "ops").mkdir(parents=True)
+    (package / "__init__.py").write_text("")
+    (package / "ops" / "__init__.py").write_text("from gen.ops.m0 import entry as entry\n")
+    for index in range(modules):
+        following = f"from gen.ops.m{index + 1} import helper_{index + 1}\n"
+        call_next = f"    total = helper_{index + 1}(x, n)\n"
+        if index == modules - 1:
+            following, call_next = "", "    total = x.sum()\n"
+        (package / "ops" / f"m{index}.py").write_text(
+            "import torch\n"
+            "from torch import nn\n"
+            f"{following}\n\n"
+            f"def helper_{index}(x, n: int):\n"
+            f"{call_next}"
+            f"    if {index % 3} == 0:\n"
+            "        return total.item()  # a sync hidden in a helper\n"
+            f"    values = [v for v in range(n) if x[v].tolist()]\n"
+            "    return values\n\n\n"
+            f"def entry(x):\n    return helper_{index}(x, 3)\n\n\n"
+            f"class Block{index}(nn.Module):\n"
+            "    def forward(self, x):\n"
+            f"        idx = torch.nonzero(x)  # noqa: SG201\n"
+            f"        return helper_{index}(x, 2) + idx.shape[0] + x.max().item()\n"
+        )
+    (package / "model.py").write_text(
+        "import torch\nfrom torch import nn\nfrom gen.ops import entry\n\n\n"
+        "class Model(nn.Module):\n"
+        "    def forward(self, x):\n"
+        "        y = entry(x)\n"
+        "        torch.cuda.synchronize()\n"
+        "        return y\n"
+    )
+    (package / "broken.py").write_text("def oops(:\n    pass\n")
+    (package / "blob.py").write_bytes(b"\x00\x01binary")
+    (package / "skipped.py").write_text(
+        "# syncguard: ignore-file\nimport torch\n\n@torch.compile\ndef f(x):\n    return x.item()\n"
+    )
+    return root
+
+
+def outcome(result: LintResult) -> tuple[list[object], list[object]]:
+    return list(result.findings), list(result.problems)
+
+
+@pytest.fixture
+def small_pool_threshold(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Send even tiny trees to worker processes, so that the pool path is exercised."""
+    monkeypatch.setattr(engine, "POOL_MIN_BYTES", 0)
+
+
+def run_modes(paths: list[str], cache: Path) -> dict[str, LintResult]:
+    return {
+        "jobs 2": lint_files(paths, jobs=2),
+        "cache cold, jobs 2": lint_files(paths, jobs=2, cache_dir=cache),
+        "cache warm": lint_files(paths, cache_dir=cache),
+        "cache warm, jobs 2": lint_files(paths, jobs=2, cache_dir=cache),
+    }
+
+
+def test_fixtures_lint_the_same_in_every_mode(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, small_pool_threshold: None
+) -> None:
+    monkeypatch.chdir(FIXTURES.parent)
+    paths = [FIXTURES.name]
+    reference = lint_files(paths, jobs=1)
+    assert reference.findings, "the fixtures have findings: the comparison means something"
+    for mode, result in run_modes(paths, tmp_path / "cache").items():
+        assert outcome(result) == outcome(reference), mode
+        assert not result.warnings, mode
+
+
+def test_generated_tree_lints_the_same_in_every_mode_and_after_an_edit(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, small_pool_threshold: None
+) -> None:
+    root = generated_tree(tmp_path / "tree")
+    monkeypatch.chdir(root)
+    reference = lint_files(["gen"], jobs=1)
+    codes = {finding.code for finding in reference.findings}
+    assert {"SG101", "SG102", "SG401"} <= codes
+    assert "SG201" not in codes  # suppressed by its noqa comment
+    assert {Path(problem.path).name for problem in reference.problems} == {
+        "broken.py",
+        "blob.py",
+    }
+    assert not any("skipped.py" in finding.path for finding in reference.findings)
+    cache = tmp_path / "cache"
+    for mode, result in run_modes(["gen"], cache).items():
+        assert outcome(result) == outcome(reference), mode
+
+    # One file changed: its facts are recomputed, every other file's come from the cache.
+    last = root / "gen" / "ops" / "m11.py"
+    last.write_text(last.read_text().replace("total.item()", "total.tolist()"))
+    changed = lint_files(["gen"], jobs=1)
+    assert outcome(changed) != outcome(reference)
+    assert outcome(lint_files(["gen"], cache_dir=cache)) == outcome(changed)
+    assert outcome(lint_files(["gen"], cache_dir=cache, jobs=2)) == outcome(changed)
+
+
+def test_dropping_calls_that_cannot_resolve_changes_no_finding(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = generated_tree(tmp_path / "tree")
+    shutil.copytree(FIXTURES, root / "fixtures")
+    monkeypatch.chdir(root)
+    pruned = lint_files(["gen", "fixtures"])
+    monkeypatch.setattr(engine._CallFilter, "__call__", lambda self, callee: True)
+    assert outcome(lint_files(["gen", "fixtures"])) == outcome(pruned)
+
+
+def test_module_names_asked_per_folder_match_module_name(tmp_path: Path) -> None:
+    root = generated_tree(tmp_path / "tree")
+    shutil.copytree(FIXTURES, root / "fixtures")
+    (root / "loose.py").write_text("x = 1\n")
+    files, _ = discover([str(root)])
+    assert engine._module_names(files) == [module_name(path) for path in files]
+    relative, _ = discover([os.path.relpath(root)])
+    assert engine._module_names(relative) == [module_name(path) for path in relative]
+
+
+def test_sources_given_by_the_caller_bypass_the_cache(tmp_path: Path) -> None:
+    root = generated_tree(tmp_path / "tree")
+    path = str(root / "gen" / "model.py")
+    cache = tmp_path / "cache"
+    on_disk = lint_files([path], cache_dir=cache)
+    assert [finding.code for finding in on_disk.findings] == ["SG401"]
+    edited = {path: Path(path).read_text().replace("torch.cuda.synchronize()", "pass")}
+    assert lint_files([path], cache_dir=cache, sources=edited).findings == []
+    assert outcome(lint_files([path], cache_dir=cache)) == outcome(on_disk)
+
+
+def test_progress_reports_every_analysed_file(tmp_path: Path) -> None:
+    root = generated_tree(tmp_path / "tree", modules=4)
+    calls: list[tuple[int, int]] = []
+    lint_files([str(root)], cache_dir=tmp_path / "cache", progress=lambda *c: calls.append(c))
+    total = len(discover([str(root)])[0])
+    assert calls == [(done, total) for done in range(1, total + 1)]
+    calls.clear()
+    lint_files([str(root)], cache_dir=tmp_path / "cache", progress=lambda *c: calls.append(c))
+    assert calls == []  # everything came from the cache: nothing to analyse
+
+
+def test_worker_processes_return_the_facts_this_process_computes(tmp_path: Path) -> None:
+    root = generated_tree(tmp_path / "tree", modules=3)
+    files, _ = discover([str(root)])
+    units = []
+    for path, (module, is_package) in zip(files, engine._module_names(files), strict=True):
+        unit = engine._Unit(path, module, is_package)
+        unit.data = Path(path).read_bytes()
+        units.append(unit)
+    rules = [rule_class() for rule_class in engine.all_rules().values()]
+    from_workers = list(engine._pool_map(2, units))
+    assert len(from_workers) == len(units)
+    for unit, (ignored, failed, payload) in zip(units, from_workers, strict=True):
+        assert unit.data is not None and payload is not None
+        here_ignored, here = engine._analyse_bytes(unit.data, unit, rules)
+        assert (ignored, failed) == (here_ignored, isinstance(here, engine.FileError))
+        assert engine.decode_facts(payload) == here
+
+
+def test_without_worker_processes_the_lint_runs_in_this_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, small_pool_threshold: None
+) -> None:
+    root = generated_tree(tmp_path / "tree", modules=3)
+    monkeypatch.chdir(root)
+    reference = lint_files(["gen"])
+
+    def no_processes(*args: object, **kwargs: object) -> None:
+        raise OSError(38, "Function not implemented")
+
+    monkeypatch.setattr(engine, "ProcessPoolExecutor", no_processes)
+    assert outcome(lint_files(["gen"], jobs=2)) == outcome(reference)
+
+
+class FakeTerminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_progress_bar_only_for_people_on_a_terminal(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(sys, "stderr", FakeTerminal())
+    for output_format in (None, "full", "concise"):
+        assert isinstance(progress_bar(output_format), ProgressBar)
+    for output_format in ("json", "sarif", "github"):
+        assert progress_bar(output_format) is None
+    monkeypatch.setattr(sys, "stderr", io.StringIO())  # not a terminal
+    assert progress_bar(None) is None and progress_bar("concise") is None
+
+
+def test_progress_bar_waits_a_second_then_draws_and_erases_itself() -> None:
+    stream = FakeTerminal()
+    quick = ProgressBar(stream)
+    quick(1, 10)
+    quick(10, 10)
+    quick.close()
+    assert stream.getvalue() == ""  # a run shorter than a second shows nothing
+
+    bar = ProgressBar(stream, delay=0)
+    bar(3, 10)
+    bar(4, 10)  # within a tenth of a second of the last draw: skipped
+    bar(10, 10)  # the last one is always drawn
+    drawn = stream.getvalue()
+    assert drawn.count("\r") == 2 and "3/10 files" in drawn and "10/10 files" in drawn
+    assert "4/10" not in drawn
+    bar.close()
+    assert stream.getvalue().endswith(" " * len(render(10, 10, 80)) + "\r")
+
+
+def test_progress_line_fits_the_terminal() -> None:
+    for columns in (20, 80, 200):
+        line = render(1234, 3231, columns)
+        assert line.endswith("] 1234/3231 files")
+        assert len(line) < max(columns, 40)
+    assert render(0, 10, 80).count("#") == 0 and render(10, 10, 80).count("-") == 0
