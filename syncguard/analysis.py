@@ -147,6 +147,9 @@ _LIKE_FACTORIES = frozenset(
 # Module state that moves with the module (``model.to(device)``): never known host data.
 _MODULE_STATE = frozenset({"nn.Parameter", "nn.Buffer", "nn.parameter.Parameter"})
 _DTYPE_WORDS = ("dtype", "float", "half", "int", "long", "bool", "bfloat16", "double")
+_EXITS = (ast.Return, ast.Raise, ast.Continue, ast.Break)
+# List methods adding data, with their number of arguments (the data is the last one).
+_SEQUENCE_GROWERS = {"append": 1, "extend": 1, "insert": 2, "add": 1}
 # Methods that fill the object they are called on (a cache set, dict, list or buffer).
 _MUTATORS = frozenset(
     {"add", "append", "extend", "insert", "update", "setdefault", "copy_", "fill_", "zero_"}
@@ -175,6 +178,45 @@ def _names_config(node: ast.expr) -> bool:
     """``config``, ``self.model_config``, ``vllm_config.parallel_config``: a settings object."""
     name = node.id if isinstance(node, ast.Name) else getattr(node, "attr", "")
     return is_config_name(name)
+
+
+def _dotted(node: ast.expr) -> str | None:
+    """``a.b.c`` for a name or an attribute chain of one; None for anything else."""
+    parts: list[str] = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if not isinstance(node, ast.Name):
+        return None
+    parts.append(node.id)
+    return ".".join(reversed(parts))
+
+
+def _device_check(test: ast.expr) -> tuple[ast.expr | None, bool]:
+    """``(x, True)`` when ``test`` is a check that holds exactly when tensor ``x`` is on
+    the host (``x.is_cpu``, ``x.device.type == "cpu"``), ``(x, False)`` when it fails then
+    (``x.is_cuda``, ``x.device.type != "cpu"``); ``(None, False)`` for other tests."""
+    if isinstance(test, ast.Attribute) and test.attr in ("is_cuda", "is_cpu"):
+        return test.value, test.attr == "is_cpu"
+    if (
+        isinstance(test, ast.Compare)
+        and len(test.ops) == 1
+        and isinstance(test.ops[0], (ast.Eq, ast.NotEq, ast.Is, ast.IsNot))
+        and isinstance(test.left, ast.Attribute)
+    ):
+        left, right = test.left, test.comparators[0]
+        if isinstance(right, ast.Call) and right.args:  # x.device == torch.device("cpu")
+            right = right.args[0]
+        if not (isinstance(right, ast.Constant) and isinstance(right.value, str)):
+            return None, False
+        if left.attr == "type" and isinstance(left.value, ast.Attribute):
+            left = left.value  # x.device.type
+        if left.attr != "device":
+            return None, False
+        if right.value.split(":")[0] != "cpu":
+            return None, False  # not "cuda" is not the host: it may be another accelerator
+        return left.value, isinstance(test.ops[0], (ast.Eq, ast.Is))
+    return None, False
 
 
 def is_pinned_name(name: str) -> bool:
@@ -275,6 +317,8 @@ class _Scope:
     memo: dict[int, Value] = field(default_factory=dict)
     assigned: dict[str, ast.expr] = field(default_factory=dict)  # local name -> last value
     returns: list[Value] = field(default_factory=list)  # placements of the returned values
+    # Expressions a device guard proves to be on the host here (``if not x.is_cuda:``).
+    narrowed: dict[str, Value] = field(default_factory=dict)
 
 
 class FileAnalyzer:
@@ -519,6 +563,8 @@ class FileAnalyzer:
             return self.value(elt)
 
     def _name_value(self, name: str) -> Value:
+        if self.scope.narrowed and name in self.scope.narrowed:
+            return self.scope.narrowed[name]
         found = self.scope.env.get(name)
         if found is not None:
             return found
@@ -537,6 +583,10 @@ class FileAnalyzer:
         attr = node.attr
         if attr in _HOST_ATTRIBUTES:
             return HOST
+        if self.scope.narrowed:
+            narrowed = self.scope.narrowed.get(_dotted(node) or "")
+            if narrowed is not None:
+                return narrowed
         base = node.value
         if isinstance(base, ast.Name) and base.id == self.scope.self_name:
             key = f"{base.id}.{attr}"
@@ -795,19 +845,29 @@ class FileAnalyzer:
         return _Scope(facts, env, {}, self_name, attributes)
 
     def _body(self, statements: Sequence[ast.stmt]) -> None:
-        for index, statement in enumerate(statements):
-            self._statement(statement)
-            if isinstance(statement, ast.If) and self._returns_when_cached(
-                statement, statements[index + 1 :]
-            ):
-                # The rest of the block fills the cache the check returned early on.
-                self.scope.lazy_depth += 1
-                try:
-                    for rest in statements[index + 1 :]:
-                        self._statement(rest)
-                finally:
-                    self.scope.lazy_depth -= 1
-                return
+        scope = self.scope
+        narrowed = scope.narrowed
+        try:
+            for index, statement in enumerate(statements):
+                self._statement(statement)
+                if not isinstance(statement, ast.If):
+                    continue
+                if not statement.orelse and isinstance(statement.body[-1], _EXITS):
+                    # ``if x.is_cuda: return ...``: below it, x is on the host.
+                    guarded = self._host_when(statement.test, False)
+                    if guarded:
+                        scope.narrowed = {**scope.narrowed, **guarded}
+                if self._returns_when_cached(statement, statements[index + 1 :]):
+                    # The rest of the block fills the cache the check returned early on.
+                    scope.lazy_depth += 1
+                    try:
+                        for rest in statements[index + 1 :]:
+                            self._statement(rest)
+                    finally:
+                        scope.lazy_depth -= 1
+                    return
+        finally:
+            scope.narrowed = narrowed
 
     def _dispatch(self, node: ast.AST) -> None:
         for code, visit in self.visitors.get(type(node), ()):
@@ -858,6 +918,8 @@ class FileAnalyzer:
                 self._expression(node.value)
                 if isinstance(node, ast.Return):
                     scope.returns.append(self.value(node.value))
+                elif isinstance(node.value, ast.Call):
+                    self._grow_sequence(node.value)
         elif isinstance(node, ast.If):
             self._expression(node.test)
             training = self._training_test(node.test)
@@ -866,6 +928,8 @@ class FileAnalyzer:
                 node.orelse,
                 lazy=training is True or self._is_lazy_init(node),
                 lazy_else=training is False,
+                guarded=self._host_when(node.test, True),
+                guarded_else=self._host_when(node.test, False),
             )
         elif isinstance(node, (ast.For, ast.AsyncFor)):
             self._expression(node.iter)
@@ -933,22 +997,51 @@ class FileAnalyzer:
         orelse: Sequence[ast.stmt],
         lazy: bool = False,
         lazy_else: bool = False,
+        guarded: dict[str, Value] | None = None,
+        guarded_else: dict[str, Value] | None = None,
     ) -> None:
-        """Walk both branches of an ``if``; a ``lazy`` branch does not run per step."""
-        before = dict(self.scope.env)
-        self.scope.lazy_depth += lazy
+        """Walk both branches of an ``if``; a ``lazy`` branch does not run per step, and
+        ``guarded`` expressions are known to be on the host in their branch."""
+        scope = self.scope
+        before = dict(scope.env)
+        narrowed = scope.narrowed
+        scope.lazy_depth += lazy
+        scope.narrowed = {**narrowed, **guarded} if guarded else narrowed
         try:
             self._body(body)
         finally:
-            self.scope.lazy_depth -= lazy
-        after_body = self.scope.env
-        self.scope.env = dict(before)
-        self.scope.lazy_depth += lazy_else
+            scope.lazy_depth -= lazy
+            scope.narrowed = narrowed
+        after_body = scope.env
+        scope.env = dict(before)
+        scope.lazy_depth += lazy_else
+        scope.narrowed = {**narrowed, **guarded_else} if guarded_else else narrowed
         try:
             self._body(orelse)
         finally:
-            self.scope.lazy_depth -= lazy_else
+            scope.lazy_depth -= lazy_else
+            scope.narrowed = narrowed
         self._merge_env(after_body)
+
+    def _host_when(self, test: ast.expr, truth: bool) -> dict[str, Value]:
+        """Tensors that ``test`` being ``truth`` proves to be on the host: ``x.is_cuda``
+        False, ``x.is_cpu`` True, ``x.device.type == "cpu"`` True (and negations,
+        ``and`` / ``or`` combinations); as host values for :attr:`_Scope.narrowed`."""
+        if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+            return self._host_when(test.operand, not truth)
+        if isinstance(test, ast.BoolOp):
+            # All operands of a true ``and`` (a false ``or``) hold; otherwise none is known.
+            if truth is isinstance(test.op, ast.And):
+                found: dict[str, Value] = {}
+                for operand in test.values:
+                    found.update(self._host_when(operand, truth))
+                return found
+            return {}
+        tensor, on_host_when = _device_check(test)
+        key = _dotted(tensor) if tensor is not None else None
+        if tensor is None or key is None or on_host_when is not truth:
+            return {}
+        return {key: Value(Place.HOST, frozenset(), self.value(tensor).tags | {TENSOR})}
 
     def _training_test(self, test: ast.expr) -> bool | None:
         """True for ``if self.training`` (also ``self.training and ...``), False for
@@ -1059,6 +1152,10 @@ class FileAnalyzer:
 
     def _bind(self, target: ast.expr, value: Value, source: ast.expr | None) -> None:
         env = self.scope.env
+        if self.scope.narrowed:
+            key = _dotted(target)
+            if key in self.scope.narrowed:  # reassigned: the guard no longer applies
+                self.scope.narrowed = {k: v for k, v in self.scope.narrowed.items() if k != key}
         if isinstance(target, ast.Name):
             env[target.id] = _as_named(target.id, value)
             if source is None:
@@ -1106,6 +1203,8 @@ class FileAnalyzer:
             if isinstance(current, ast.Lambda):
                 self._lambda(current)
                 continue
+            if isinstance(current, (ast.BoolOp, ast.IfExp)) and self._guarded_operands(current):
+                continue
             self._dispatch(current)
             if isinstance(current, ast.Call):
                 self._call(current)
@@ -1119,6 +1218,62 @@ class FileAnalyzer:
             ]
             stack.extend(reversed(children))
         return None
+
+    def _grow_sequence(self, call: ast.Call) -> None:
+        """``xs.append(t)``, ``xs.extend(ts)``, ``xs.insert(i, t)`` on a local list: the
+        list now also holds data where ``t`` lives (``xs = []`` alone is host data)."""
+        func = call.func
+        if not (
+            isinstance(func, ast.Attribute)
+            and isinstance(func.value, ast.Name)
+            and func.attr in _SEQUENCE_GROWERS
+            and len(call.args) == _SEQUENCE_GROWERS[func.attr]
+        ):
+            return
+        name = func.value.id
+        current = self.scope.env.get(name)
+        if current is None or PYSEQ not in current.tags:
+            return
+        added = self.value(call.args[-1])
+        self.scope.env[name] = join(current, added).with_tags(PYSEQ)
+
+    def _guarded_operands(self, node: ast.BoolOp | ast.IfExp) -> bool:
+        """Walk the operands of ``node`` where a device guard before them holds
+        (``not x.is_cuda and torch.equal(x, y)``, ``a if x.is_cpu else b``); False, with
+        nothing walked, when no operand is guarded."""
+        if isinstance(node, ast.BoolOp):
+            truth = isinstance(node.op, ast.And)  # what the operands before one must be
+            parts = [(operand, self._host_when(operand, truth)) for operand in node.values]
+            if not any(guard for _, guard in parts[:-1]):
+                return False
+            self._dispatch(node)
+            known: dict[str, Value] = {}
+            for operand, guard in parts:
+                self._walk_guarded(operand, known)
+                known = {**known, **guard}
+            return True
+        when_true, when_false = self._host_when(node.test, True), self._host_when(node.test, False)
+        if not (when_true or when_false):
+            return False
+        self._dispatch(node)
+        self._expression(node.test)
+        self._walk_guarded(node.body, when_true)
+        self._walk_guarded(node.orelse, when_false)
+        return True
+
+    def _walk_guarded(self, node: ast.expr, guarded: dict[str, Value]) -> None:
+        """:meth:`_expression` over ``node`` with the ``guarded`` host values in force
+        (values computed for it before, without them, are forgotten)."""
+        scope = self.scope
+        narrowed = scope.narrowed
+        if guarded:
+            for child in ast.walk(node):
+                scope.memo.pop(id(child), None)
+            scope.narrowed = {**narrowed, **guarded}
+        try:
+            self._expression(node)
+        finally:
+            scope.narrowed = narrowed
 
     @contextmanager
     def _comprehension_scope(self, generators: list[ast.comprehension]) -> Iterator[None]:

@@ -280,3 +280,90 @@ def test_training_only_branches_do_not_run_in_inference() -> None:
                 return out, x.max().item()
     """
     assert reported(source) == [("SG101", 12)]
+
+
+# ----------------------------------------------------------------- device guards
+
+
+def test_code_under_a_host_device_guard_runs_on_host_data() -> None:
+    source = """
+        import torch
+        from torch import nn
+
+        class Indexer(nn.Module):
+            def forward(self, raw, expected_cpu, lens):
+                if not raw.positions.is_cuda and not torch.equal(raw.positions, expected_cpu):
+                    raise RuntimeError("positions disagree")
+                if lens.device.type == "cpu":
+                    n = lens.max().item()
+                else:
+                    n = lens.shape[0]
+                total = lens.sum().item() if lens.is_cpu else lens.numel()
+                return n, total, torch.equal(raw.positions, expected_cpu)
+    """
+    assert reported(source) == [("SG107", 13)]
+
+
+def test_an_early_return_on_the_device_path_leaves_host_data_below() -> None:
+    source = """
+        import torch
+        from torch import nn
+
+        class Pooler(nn.Module):
+            def forward(self, lens, x):
+                if lens.is_cuda:
+                    return x, lens.max().item()
+                return x, lens.max().item()
+    """
+    assert reported(source) == [("SG101", 7)]
+
+
+def test_a_guard_no_longer_holds_once_the_tensor_is_replaced() -> None:
+    source = """
+        import torch
+        from torch import nn
+
+        class Pooler(nn.Module):
+            def forward(self, lens, x):
+                if not lens.is_cuda:
+                    lens = lens.to(x.device)
+                    return lens.max().item()
+                return x
+    """
+    # The copy of the host tensor blocks; after it, the data is on the device.
+    assert reported(source) == [("SG302", 7), ("SG101", 8)]
+
+
+def test_a_guard_for_another_accelerator_proves_nothing() -> None:
+    source = """
+        import torch
+        from torch import nn
+
+        class Pooler(nn.Module):
+            def forward(self, lens, x):
+                if lens.device.type != "cuda":
+                    return lens.max().item()
+                return x
+    """
+    assert reported(source) == [("SG101", 7)]
+
+
+# ------------------------------------------------------------------- sequences
+
+
+def test_a_list_holds_the_data_appended_to_it() -> None:
+    source = """
+        import torch
+        from torch import nn
+
+        class Projector(nn.Module):
+            def forward(self, features, sizes: list[int]):
+                outputs = []
+                for size in sizes:
+                    outputs.append(torch.cat([features[:size], self.separator]))
+                offsets = []
+                offsets.extend(range(len(sizes)))
+                moved = [out.to(features.device) for out in outputs]
+                return moved, torch.tensor(offsets).to(features.device)
+    """
+    assert reported(source) == [("SG302", 12)]
