@@ -147,6 +147,18 @@ _LIKE_FACTORIES = frozenset(
 # Module state that moves with the module (``model.to(device)``): never known host data.
 _MODULE_STATE = frozenset({"nn.Parameter", "nn.Buffer", "nn.parameter.Parameter"})
 _DTYPE_WORDS = ("dtype", "float", "half", "int", "long", "bool", "bfloat16", "double")
+# The fields of each expression node that hold sub-expressions, in ``_fields`` order:
+# the walk reads them directly instead of going through ``ast.iter_child_nodes``.
+_EXPRESSION_FIELDS: dict[type, tuple[str, ...]] = {
+    ast.BoolOp: ("values",), ast.NamedExpr: ("target", "value"), ast.BinOp: ("left", "right"),
+    ast.UnaryOp: ("operand",), ast.IfExp: ("test", "body", "orelse"),
+    ast.Dict: ("keys", "values"), ast.Set: ("elts",), ast.Await: ("value",),
+    ast.Yield: ("value",), ast.YieldFrom: ("value",), ast.Compare: ("left", "comparators"),
+    ast.Call: ("func", "args"), ast.FormattedValue: ("value", "format_spec"),
+    ast.JoinedStr: ("values",), ast.Constant: (), ast.Attribute: ("value",),
+    ast.Subscript: ("value", "slice"), ast.Starred: ("value",), ast.Name: (),
+    ast.List: ("elts",), ast.Tuple: ("elts",), ast.Slice: ("lower", "upper", "step"),
+}  # fmt: skip
 _EXITS = (ast.Return, ast.Raise, ast.Continue, ast.Break)
 # List methods adding data, with their number of arguments (the data is the last one).
 _SEQUENCE_GROWERS = {"append": 1, "extend": 1, "insert": 2, "add": 1}
@@ -154,6 +166,42 @@ _SEQUENCE_GROWERS = {"append": 1, "extend": 1, "insert": 2, "add": 1}
 _MUTATORS = frozenset(
     {"add", "append", "extend", "insert", "update", "setdefault", "copy_", "fill_", "zero_"}
 )
+
+
+_VISIT_METHODS: dict[type, tuple[tuple[type, str], ...]] = {}
+
+
+def _visit_methods(rule_class: type) -> tuple[tuple[type, str], ...]:
+    """(node type, method name) of each ``visit_<NodeType>`` method of a rule class."""
+    found = _VISIT_METHODS.get(rule_class)
+    if found is None:
+        found = _VISIT_METHODS[rule_class] = tuple(
+            (node_type, attribute)
+            for attribute in dir(rule_class)
+            if attribute.startswith("visit_")
+            and isinstance(node_type := getattr(ast, attribute[len("visit_") :], None), type)
+        )
+    return found
+
+
+def _subexpressions(node: ast.AST) -> list[ast.expr]:
+    """The direct sub-expressions of ``node`` in source order, less stored names."""
+    fields = _EXPRESSION_FIELDS.get(type(node))
+    if fields is None:  # a node type this table does not list: ask ast
+        children = [child for child in ast.iter_child_nodes(node) if isinstance(child, ast.expr)]
+    else:
+        children = []
+        for name in fields:
+            child = getattr(node, name)
+            if type(child) is list:
+                children.extend(item for item in child if item is not None)  # Dict: None keys
+            elif child is not None:
+                children.append(child)
+    return [
+        child
+        for child in children
+        if not (type(child) is ast.Name and type(child.ctx) is ast.Store)  # type: ignore[attr-defined]
+    ]
 
 
 def is_host_name(name: str) -> bool:
@@ -358,13 +406,8 @@ class FileAnalyzer:
         for rule in rules:
             if rule.tokens and not any(token in source for token in rule.tokens):
                 continue
-            for attribute in dir(rule):
-                if attribute.startswith("visit_"):
-                    node_type = getattr(ast, attribute[len("visit_") :], None)
-                    if isinstance(node_type, type):
-                        visitors.setdefault(node_type, []).append(
-                            (rule.code, getattr(rule, attribute))
-                        )
+            for node_type, attribute in _visit_methods(type(rule)):
+                visitors.setdefault(node_type, []).append((rule.code, getattr(rule, attribute)))
         return visitors
 
     def analyze(self) -> FileFacts:
@@ -1210,13 +1253,7 @@ class FileAnalyzer:
                 self._call(current)
             elif isinstance(current, ast.NamedExpr):
                 self._bind(current.target, self.value(current.value), current.value)
-            children = [
-                child
-                for child in ast.iter_child_nodes(current)
-                if isinstance(child, ast.expr)
-                and not (isinstance(child, ast.Name) and isinstance(child.ctx, ast.Store))
-            ]
-            stack.extend(reversed(children))
+            stack.extend(reversed(_subexpressions(current)))
         return None
 
     def _grow_sequence(self, call: ast.Call) -> None:
