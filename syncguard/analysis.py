@@ -55,6 +55,11 @@ _PINNING_HELPER = re.compile(
 _HOST_SUFFIXES = ("_cpu", "_np", "_host", "_numpy")
 _HOST_PREFIXES = ("cpu_", "np_", "host_")
 _CONFIG_WORDS = frozenset({"config", "cfg", "configs", "conf"})
+# Words that, next to "cpu" in a module or class name, say the code moves data to a device.
+_DEVICE_WORDS = frozenset(
+    {"gpu", "cuda", "device", "devices", "offload", "offloading", "accelerator", "xpu", "npu",
+     "hpu", "tpu", "transfer", "swap", "h2d", "d2h"}
+)  # fmt: skip
 _HOST_MODULES = frozenset(
     {"numpy", "math", "random", "itertools", "functools", "operator", "threading", "asyncio",
      "multiprocessing", "queue", "time"}
@@ -216,6 +221,15 @@ def is_host_name(name: str) -> bool:
     )
 
 
+def says_cpu(name: str) -> bool:
+    """True for a module or class name that says its code runs on the CPU (``cpu_attn``,
+    ``CPUModelRunner``), not one that moves data to or from a device (``CpuGpuBuffer``,
+    ``cpu_offload``)."""
+    spaced = re.sub(r"([a-z0-9])([A-Z])", r"\1_\2", name)
+    words = set(re.sub(r"([A-Z]+)([A-Z][a-z])", r"\1_\2", spaced).lower().split("_"))
+    return "cpu" in words and not words & _DEVICE_WORDS
+
+
 def is_config_name(name: str) -> bool:
     """True for names that say they hold settings (``config``, ``parallel_config``, ``cfg``):
     a Python object on the host, and so is everything read from it."""
@@ -226,6 +240,24 @@ def _names_config(node: ast.expr) -> bool:
     """``config``, ``self.model_config``, ``vllm_config.parallel_config``: a settings object."""
     name = node.id if isinstance(node, ast.Name) else getattr(node, "attr", "")
     return is_config_name(name)
+
+
+def _attribute_named(call: ast.Call, function: str, owner: int | None) -> list[ast.expr]:
+    """``[obj.name]`` for ``hasattr(obj, "name")``-like calls of ``function`` (``owner``:
+    the position of the object among the arguments; None for a method of it,
+    ``obj.register_buffer("name", ...)``), else ``[]``."""
+    func = call.func
+    if owner is None:
+        if not (isinstance(func, ast.Attribute) and func.attr == function):
+            return []
+        obj, args = func.value, call.args
+    else:
+        if not (isinstance(func, ast.Name) and func.id == function and len(call.args) > owner):
+            return []
+        obj, args = call.args[owner], call.args[owner + 1 :]
+    if not (args and isinstance(args[0], ast.Constant) and isinstance(args[0].value, str)):
+        return []
+    return [ast.Attribute(value=obj, attr=args[0].value, ctx=ast.Load())]
 
 
 def _dotted(node: ast.expr) -> str | None:
@@ -365,6 +397,7 @@ class _Scope:
     memo: dict[int, Value] = field(default_factory=dict)
     assigned: dict[str, ast.expr] = field(default_factory=dict)  # local name -> last value
     returns: list[Value] = field(default_factory=list)  # placements of the returned values
+    host_code: bool = False  # in a module or class whose name says it runs on the CPU
     # Expressions a device guard proves to be on the host here (``if not x.is_cuda:``).
     narrowed: dict[str, Value] = field(default_factory=dict)
 
@@ -397,6 +430,7 @@ class FileAnalyzer:
             FunctionFacts(MODULE_SCOPE, 1, None, (), "module", (), None), {}, None, None
         )
         self.module_scope = self.scope
+        self.module_scope.host_code = says_cpu(module.rpartition(".")[2])
         self.statement: tuple[int, int] = (1, 1)
         self.rule_code = ""
 
@@ -482,7 +516,7 @@ class FileAnalyzer:
         fix: Fix | None = None,
     ) -> None:
         value = DEVICE if subject is None else self.value(subject)
-        if value.on_host or self.scope.lazy_depth:
+        if value.on_host or self.scope.lazy_depth or self.scope.host_code:
             return
         self.scope.facts.sites.append(
             Site(
@@ -1119,22 +1153,27 @@ class FileAnalyzer:
 
     def _cache_checked(self, test: ast.expr, *, bare: bool) -> set[str]:
         """The persistent state a cache check tests (``x is None``, ``k in self._cache``,
-        ``not self._ready`` and, with ``bare``, a plain ``self._ready``); empty otherwise."""
-        checks = (ast.Is, ast.IsNot, ast.In, ast.NotIn, ast.NotEq)
+        ``n > self.size[0]``, ``not hasattr(self, "table")``, ``not self._ready`` and, with
+        ``bare``, a plain ``self._ready``); empty for other tests."""
         operands: list[ast.expr] = []
         for node in ast.walk(test):
-            if isinstance(node, ast.Compare) and any(isinstance(op, checks) for op in node.ops):
-                operands += [node.left, *node.comparators]
+            if isinstance(node, ast.Compare) and not all(isinstance(op, ast.Eq) for op in node.ops):
+                operands += [node.left, *node.comparators]  # not ==: mode == "x" is no cache
             elif isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
                 operands.append(node.operand)
+            elif isinstance(node, ast.Call):
+                operands += _attribute_named(node, "hasattr", 0)
         if bare and isinstance(test, (ast.Name, ast.Attribute)):
             operands.append(test)
-        return {
-            ast.unparse(operand)
-            for operand in operands
-            if isinstance(operand, (ast.Name, ast.Attribute, ast.Subscript))
-            and self._persistent(operand)
-        }
+        tested: set[str] = set()
+        for operand in operands:
+            while isinstance(operand, (ast.Name, ast.Attribute, ast.Subscript)):
+                if self._persistent(operand):
+                    tested.add(ast.unparse(operand))  # self.size[0], then self.size
+                if not isinstance(operand, ast.Subscript):
+                    break
+                operand = operand.value
+        return tested
 
     def _fills(self, statements: Sequence[ast.stmt], tested: set[str]) -> bool:
         """True when ``statements`` store into (assign, or mutate with ``add``, ``update``,
@@ -1151,6 +1190,13 @@ class FileAnalyzer:
                     and child.func.attr in _MUTATORS
                 ):
                     targets = [child.func.value]
+                elif isinstance(child, ast.Call):
+                    # setattr(self, "table", t), self.register_buffer("table", t)
+                    targets = [
+                        *_attribute_named(child, "setattr", 0),
+                        *_attribute_named(child, "register_buffer", None),
+                        *_attribute_named(child, "register_parameter", None),
+                    ]
                 else:
                     continue
                 for target in targets:
@@ -1364,16 +1410,19 @@ class FileAnalyzer:
         callee = self._callee(func)
         if callee is None or self.scope.lazy_depth:
             return
+        host = self.scope.host_code  # CPU code passes host data
         self.scope.facts.calls.append(
             CallSite(
                 callee=callee,
                 span=self.span(node),
                 statement=self.statement,
                 args=tuple(
-                    self.value(arg) for arg in node.args if not isinstance(arg, ast.Starred)
+                    HOST if host else self.value(arg)
+                    for arg in node.args
+                    if not isinstance(arg, ast.Starred)
                 ),
                 kwargs=tuple(
-                    (keyword.arg, self.value(keyword.value))
+                    (keyword.arg, HOST if host else self.value(keyword.value))
                     for keyword in node.keywords
                     if keyword.arg is not None
                 ),
@@ -1498,6 +1547,11 @@ class FileAnalyzer:
         class_name = parent if in_class else None
         self.scope = self._new_scope(facts, env, self_name, class_name)
         self.scope.default_device = outer.default_device
+        self.scope.host_code = (
+            outer.host_code
+            or self.module_scope.host_code
+            or (class_name is not None and says_cpu(class_name.rpartition(".")[2]))
+        )
         try:
             self._body(node.body)
             if class_name and node.name == "__init__" and self_name:

@@ -250,6 +250,34 @@ def test_lazy_initialisation_on_another_object_runs_once() -> None:
     assert reported(source) == [("SG101", 7)]
 
 
+def test_growing_or_registering_a_cache_runs_once() -> None:
+    source = """
+        import numpy as np
+        import torch
+        from torch import nn
+
+        class Resampler(nn.Module):
+            def _adjust_cache(self, max_h: int, device):
+                if max_h > self.max_size[0]:
+                    self.max_size = (max_h, self.max_size[1])
+                    table = torch.from_numpy(np.zeros(max_h)).to(device)
+                    self.register_buffer("table", table, persistent=False)
+
+            def _freqs(self, device):
+                if not hasattr(self, "freqs"):
+                    self.register_buffer("freqs", torch.arange(64).float().to(device))
+                return self.freqs
+
+            def forward(self, x, max_h: int):
+                self._adjust_cache(max_h, x.device)
+                if max_h == 0:
+                    self.max_size = (1, 1)
+                    return torch.arange(8).to(x.device)
+                return x + self._freqs(x.device)
+    """
+    assert reported(source) == [("SG302", 21)]
+
+
 def test_a_default_argument_filled_in_is_not_lazy_initialisation() -> None:
     source = """
         import torch
@@ -367,3 +395,28 @@ def test_a_list_holds_the_data_appended_to_it() -> None:
                 return moved, torch.tensor(offsets).to(features.device)
     """
     assert reported(source) == [("SG302", 12)]
+
+
+def test_code_of_a_cpu_backend_works_on_host_data() -> None:
+    result = lint_tree(
+        {
+            "eng/backends/cpu_attn.py": """
+                from torch import nn
+
+                class Builder:
+                    def build(self, seq_lens):  # syncguard: hot
+                        return seq_lens.sum().item()
+            """,
+            "eng/backends/gpu_attn.py": """
+                class CPUAttentionBuilder:
+                    def build(self, seq_lens):  # syncguard: hot
+                        return seq_lens.sum().item()
+
+                class CpuGpuBuffer:
+                    def copy_back(self, x):  # syncguard: hot
+                        return x.sum().item()
+            """,
+        }
+    )
+    assert not result.problems
+    assert [(f.path, f.span.line) for f in result.findings] == [("eng/backends/gpu_attn.py", 7)]
