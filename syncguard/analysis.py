@@ -398,6 +398,7 @@ class _Scope:
     assigned: dict[str, ast.expr] = field(default_factory=dict)  # local name -> last value
     returns: list[Value] = field(default_factory=list)  # placements of the returned values
     host_code: bool = False  # in a module or class whose name says it runs on the CPU
+    buffers: set[str] = field(default_factory=set)  # self attributes registered as buffers
     # Expressions a device guard proves to be on the host here (``if not x.is_cuda:``).
     narrowed: dict[str, Value] = field(default_factory=dict)
 
@@ -997,6 +998,7 @@ class FileAnalyzer:
                     scope.returns.append(self.value(node.value))
                 elif isinstance(node.value, ast.Call):
                     self._grow_sequence(node.value)
+                    self._register_state(node.value)
         elif isinstance(node, ast.If):
             self._expression(node.test)
             training = self._training_test(node.test)
@@ -1265,7 +1267,10 @@ class FileAnalyzer:
             and isinstance(target.value, ast.Name)
             and target.value.id == self.scope.self_name
         ):
-            env[f"{target.value.id}.{target.attr}"] = _as_named(target.attr, value)
+            key = f"{target.value.id}.{target.attr}"
+            if key in self.scope.buffers:  # assigning a tensor to a buffer keeps it a buffer
+                value = UNKNOWN.with_tags(TENSOR)
+            env[key] = _as_named(target.attr, value)
 
     def _target_expressions(self, target: ast.expr) -> None:
         """Walk the loads inside an assignment target (``x[i] = ...`` reads x and i)."""
@@ -1319,6 +1324,16 @@ class FileAnalyzer:
             return
         added = self.value(call.args[-1])
         self.scope.env[name] = join(current, added).with_tags(PYSEQ)
+
+    def _register_state(self, call: ast.Call) -> None:
+        """``self.register_buffer("idx", t)``: ``self.idx`` is module state, which moves
+        with the module (``model.to(device)``), even when ``t`` was made on the host."""
+        for target in _attribute_named(call, "register_buffer", None):
+            assert isinstance(target, ast.Attribute)
+            if isinstance(target.value, ast.Name) and target.value.id == self.scope.self_name:
+                key = f"{target.value.id}.{target.attr}"
+                self.scope.env[key] = UNKNOWN.with_tags(TENSOR)
+                self.scope.buffers.add(key)
 
     def _guarded_operands(self, node: ast.BoolOp | ast.IfExp) -> bool:
         """Walk the operands of ``node`` where a device guard before them holds

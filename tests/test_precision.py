@@ -420,3 +420,22 @@ def test_code_of_a_cpu_backend_works_on_host_data() -> None:
     )
     assert not result.problems
     assert [(f.path, f.span.line) for f in result.findings] == [("eng/backends/gpu_attn.py", 7)]
+
+
+def test_a_registered_buffer_moves_with_the_module() -> None:
+    source = """
+        import torch
+        from torch import nn
+
+        class Head(nn.Module):
+            def __init__(self, idxs: list[int]):
+                super().__init__()
+                summary_idxs = torch.tensor(idxs)
+                self.register_buffer("summary_idxs", summary_idxs)
+                self.summary_idxs = summary_idxs
+                self.plain_idxs = torch.tensor(idxs)
+
+            def forward(self, y: torch.Tensor):
+                return y[:, self.summary_idxs], y[:, self.plain_idxs]
+    """
+    assert reported(source) == [("SG305", 13)]
