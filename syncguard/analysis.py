@@ -165,6 +165,9 @@ _EXPRESSION_FIELDS: dict[type, tuple[str, ...]] = {
     ast.List: ("elts",), ast.Tuple: ("elts",), ast.Slice: ("lower", "upper", "step"),
 }  # fmt: skip
 _EXITS = (ast.Return, ast.Raise, ast.Continue, ast.Break)
+# A parameter named or annotated as a module lives as long as the model does.
+_MODULE_WORDS = frozenset({"layer", "module", "model"})
+_MODULE_ANNOTATION = re.compile(r"Module|Layer")
 # List methods adding data, with their number of arguments (the data is the last one).
 _SEQUENCE_GROWERS = {"append": 1, "extend": 1, "insert": 2, "add": 1}
 # Methods that fill the object they are called on (a cache set, dict, list or buffer).
@@ -399,6 +402,7 @@ class _Scope:
     returns: list[Value] = field(default_factory=list)  # placements of the returned values
     host_code: bool = False  # in a module or class whose name says it runs on the CPU
     buffers: set[str] = field(default_factory=set)  # self attributes registered as buffers
+    module_params: frozenset[str] = frozenset()  # parameters that are modules (``layer``)
     # Expressions a device guard proves to be on the host here (``if not x.is_cuda:``).
     narrowed: dict[str, Value] = field(default_factory=dict)
 
@@ -1213,14 +1217,15 @@ class FileAnalyzer:
 
     def _persistent(self, node: ast.expr) -> bool:
         """True for state that outlives a call: a module-level name, or an attribute or item
-        of ``self``, of a parameter (``layer._scale``) or of a module-level name."""
+        of ``self``, of a module-level name or of a parameter that is a module (``layer``,
+        ``x: nn.Module``) -- not of other parameters, such as per-step metadata objects."""
         root = node
         while isinstance(root, (ast.Attribute, ast.Subscript)):
             root = root.value
         if not isinstance(root, ast.Name):
             return False
         if root is not node and (
-            root.id == self.scope.self_name or root.id in self.scope.facts.params
+            root.id == self.scope.self_name or root.id in self.scope.module_params
         ):
             return True
         return self.scope is not self.module_scope and root.id in self.module_scope.env
@@ -1540,8 +1545,13 @@ class FileAnalyzer:
                 env[name] = HOST
             else:
                 env[name] = _as_named(name, param(name))
+        module_params = set()
         for argument in all_arguments:  # annotations say what a parameter is
             annotation = ast.unparse(argument.annotation) if argument.annotation else ""
+            if _MODULE_ANNOTATION.search(annotation) or _MODULE_WORDS & set(
+                argument.arg.lower().split("_")
+            ):
+                module_params.add(argument.arg)
             known = env[argument.arg]
             if _TENSOR_ANNOTATION.match(annotation.strip("'\"")) and not known.on_host:
                 env[argument.arg] = known.with_tags(TENSOR)
@@ -1562,6 +1572,7 @@ class FileAnalyzer:
         class_name = parent if in_class else None
         self.scope = self._new_scope(facts, env, self_name, class_name)
         self.scope.default_device = outer.default_device
+        self.scope.module_params = frozenset(module_params)
         self.scope.host_code = (
             outer.host_code
             or self.module_scope.host_code

@@ -250,6 +250,22 @@ def test_lazy_initialisation_on_another_object_runs_once() -> None:
     assert reported(source) == [("SG101", 7)]
 
 
+def test_a_fallback_filling_per_step_metadata_runs_every_step() -> None:
+    # The metadata object is new every step: filling its field is per-step work.
+    source = """
+        import torch
+
+        class Impl:
+            def forward(self, layer: torch.nn.Module, x, attn_metadata):  # syncguard: hot
+                if attn_metadata.plan is None:
+                    attn_metadata.plan = attn_metadata.seq_lens.cpu().numpy()
+                if not hasattr(layer, "_cached"):
+                    layer._cached = x.sum().item()
+                return x
+    """
+    assert reported(source) == [("SG103", 6)]
+
+
 def test_growing_or_registering_a_cache_runs_once() -> None:
     source = """
         import numpy as np
