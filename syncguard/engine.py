@@ -8,6 +8,7 @@ registry in :mod:`syncguard.rules`.
 from __future__ import annotations
 
 import ast
+import contextlib
 import fnmatch
 import gc
 import hashlib
@@ -296,6 +297,7 @@ class _Unit:
     error: bool = False  # could not be read, decoded or parsed
     outcome: FileFacts | FileError | None = None
     payload: Payload | None = None  # the outcome encoded, decoded only when needed
+    pruned: bool = False  # ``outcome`` holds only calls that may resolve in the tree
 
 
 def _per_file_phase(
@@ -343,12 +345,22 @@ def _per_file_phase(
         if progress is not None:
             progress(done, len(pending))
 
+    def decode_cached() -> None:
+        """Decode the cached facts while workers analyse the rest (the project phase
+        will need them): calls into modules outside every discovered file are dropped."""
+        keep_call = _CallFilter({unit.module for unit in units})
+        for unit in units:
+            if unit.payload is not None and unit.outcome is None:
+                with contextlib.suppress(Exception):  # left to _outcome, which re-analyses
+                    unit.outcome = decode_facts(unit.payload, keep_call)
+                    unit.pruned = True
+
     size = sum(len(unit.data or b"") for unit in pending)
-    workers = min(jobs, len(pending)) if size >= POOL_MIN_BYTES else 1
-    if workers > 1:
+    workers = min(jobs, len(pending)) if jobs > 1 and size >= POOL_MIN_BYTES else 0
+    if workers:
         try:
             for unit, (ignored, failed, payload) in zip(
-                pending, _pool_map(workers, pending), strict=True
+                pending, _pool_map(workers, pending, decode_cached), strict=True
             ):
                 if payload is not None:  # None: facts that only this process can hold
                     unit.payload = payload
@@ -414,7 +426,7 @@ def _outcome(
 ) -> FileFacts | FileError:
     """The facts of ``unit``, with only the calls ``keep_call`` keeps."""
     if unit.outcome is not None:
-        if keep_call is not None and isinstance(unit.outcome, FileFacts):
+        if keep_call is not None and not unit.pruned and isinstance(unit.outcome, FileFacts):
             prune_calls(unit.outcome, keep_call)
         return unit.outcome
     assert unit.payload is not None
@@ -485,8 +497,11 @@ def _analyse_in_worker(
     return ignored, isinstance(outcome, FileError), _encoded(outcome)
 
 
-def _pool_map(workers: int, units: Sequence[_Unit]) -> Iterator[tuple[bool, bool, Payload | None]]:
-    """Analyse ``units`` in ``workers`` processes; results in order."""
+def _pool_map(
+    workers: int, units: Sequence[_Unit], meanwhile: Callable[[], None]
+) -> Iterator[tuple[bool, bool, Payload | None]]:
+    """Analyse ``units`` in ``workers`` processes, results in order; this process runs
+    ``meanwhile()`` while they work."""
     tasks = [(unit.path, unit.data, unit.module, unit.is_package) for unit in units]
     # fork is fast and safe while this process runs no other thread; else the default.
     single_threaded = threading.active_count() == 1
@@ -495,7 +510,9 @@ def _pool_map(workers: int, units: Sequence[_Unit]) -> Iterator[tuple[bool, bool
     with ProcessPoolExecutor(
         workers, mp_context=mp.get_context(method), initializer=_start_worker
     ) as pool:
-        yield from pool.map(_analyse_in_worker, tasks, chunksize=chunk)
+        results = pool.map(_analyse_in_worker, tasks, chunksize=chunk)
+        meanwhile()
+        yield from results
 
 
 @contextmanager
