@@ -745,7 +745,10 @@ class FileAnalyzer:
         if device is not None:
             func = node.func
             name = func.id if isinstance(func, ast.Name) else getattr(func, "attr", "")
-            return UNKNOWN if name[:1].isupper() else self._device_value(device)
+            if name[:1].isupper():
+                return UNKNOWN
+            # Where, not what: the result may be a tensor or a Python value (can_use(device=d)).
+            return self._device_value(device).without_tags()
         data = [
             self.value(argument)
             for argument in [*node.args, *(keyword.value for keyword in node.keywords)]
@@ -778,10 +781,10 @@ class FileAnalyzer:
             receiver.on_host
             and not receiver.tags
             and method not in _TENSOR_METHODS
-            and self._self_rooted(func.value)
+            and (self._self_rooted(func.value) or _names_config(func.value))
         ):
-            # self.mlp(x), self.proj.forward(x): an object's method (not a host tensor's)
-            # returns data where its arguments live.
+            # self.mlp(x), self.proj.forward(x), pipeline_config.embeds(batch): an object's
+            # method (not a host tensor's) returns data where its arguments live.
             return self._derived_value(node)
         return Value(receiver.place, receiver.params)
 

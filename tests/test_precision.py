@@ -111,6 +111,22 @@ def test_a_device_keyword_places_a_helper_result() -> None:
     assert reported(source) == [("SG102", 12)]
 
 
+def test_a_device_keyword_does_not_make_a_predicate_a_tensor() -> None:
+    source = """
+        import torch
+        from torch import nn
+        from engine.kernels import can_use_fused_rope
+
+        class Rope(nn.Module):
+            def forward(self, q, pipeline_config, batch):
+                if not can_use_fused_rope(device=q.device, dtype=q.dtype):
+                    q = q * 2
+                embeds = pipeline_config.prompt_embeds(batch).to(q.device)
+                return q, embeds
+    """
+    assert reported(source) == []
+
+
 def test_an_object_built_with_a_device_may_hold_host_arrays() -> None:
     source = """
         import numpy as np
