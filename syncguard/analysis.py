@@ -1316,8 +1316,9 @@ class FileAnalyzer:
         return None
 
     def _grow_sequence(self, call: ast.Call) -> None:
-        """``xs.append(t)``, ``xs.extend(ts)``, ``xs.insert(i, t)`` on a local list: the
-        list now also holds data where ``t`` lives (``xs = []`` alone is host data)."""
+        """``xs.append(t)``, ``xs.extend(ts)``, ``xs.insert(i, t)`` on a local list, ``t`` a
+        tensor or device data: the list now also holds data where ``t`` lives (``xs = []``
+        alone is host data, and so is a list of Python numbers of unknown origin)."""
         func = call.func
         if not (
             isinstance(func, ast.Attribute)
@@ -1331,7 +1332,8 @@ class FileAnalyzer:
         if current is None or PYSEQ not in current.tags:
             return
         added = self.value(call.args[-1])
-        self.scope.env[name] = join(current, added).with_tags(PYSEQ)
+        if added.place is Place.DEVICE or TENSOR in added.tags:  # not numbers of unknown origin
+            self.scope.env[name] = join(current, added).with_tags(PYSEQ)
 
     def _register_state(self, call: ast.Call) -> None:
         """``self.register_buffer("idx", t)``: ``self.idx`` is module state, which moves

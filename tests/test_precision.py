@@ -429,6 +429,21 @@ def test_a_list_holds_the_data_appended_to_it() -> None:
     assert reported(source) == [("SG302", 12)]
 
 
+def test_a_list_of_numbers_from_metadata_is_still_host_data() -> None:
+    source = """
+        import torch
+        from torch import nn
+
+        class Pointer(nn.Module):
+            def forward(self, hidden_states, questions):
+                decide = []
+                for question in questions:
+                    decide.append(question.span[1] - 1)
+                return hidden_states[torch.tensor(decide, device=hidden_states.device)]
+    """
+    assert reported(source) == [("SG301", 9)]
+
+
 def test_code_of_a_cpu_backend_works_on_host_data() -> None:
     result = lint_tree(
         {
