@@ -3,10 +3,10 @@
 Layout of a cache folder (``.syncguard_cache/`` beside the config file, or
 ``--cache-dir``)::
 
-    CACHEDIR.TAG              tells backup tools to skip the folder
-    .gitignore                "*": the folder never shows up in git status
-    facts-<fingerprint>.pack  absolute path -> (content key, ignore-file flag, facts)
-    runs-<fingerprint>.pack   run key -> findings of the project phase
+    CACHEDIR.TAG                 tells backup tools to skip the folder
+    .gitignore                   "*": the folder never shows up in git status
+    facts-<fingerprint>-NN.pack  absolute path -> (content key, flags, facts), 16 shards
+    runs-<fingerprint>.pack      run key -> findings of the project phase
 
 The fingerprint covers the cache format, the Python version (``ast`` differs
 between versions) and the source of syncguard and its rules, so a new version
@@ -31,6 +31,7 @@ import os
 import pickle
 import sys
 import tempfile
+import zlib
 from collections.abc import Callable, Iterable
 from dataclasses import fields
 from functools import cache
@@ -62,6 +63,7 @@ _CACHEDIR_TAG = (
 )
 _KEPT_FINGERPRINTS = 3  # packs of older syncguard versions kept (several installs side by side)
 _KEPT_RUNS = 4  # results of distinct runs kept (e.g. `check .` and a pre-commit file list)
+SHARDS = 16  # facts packs per fingerprint: an edit rewrites one, not all of them
 
 # A file's facts, encoded by :func:`encode_facts`.
 Payload = bytes
@@ -89,10 +91,11 @@ def fingerprint() -> str:
 
 
 def content_key(data: bytes, module: str, is_package: bool) -> bytes:
-    """The key of a file's facts: its bytes, module name and package flag."""
-    digest = hashlib.blake2b(data, digest_size=16)
+    """The key of a file's facts: its bytes, module name and package flag (SHA-256, which
+    CPUs with SHA extensions hash about twice as fast as BLAKE2)."""
+    digest = hashlib.sha256(data)
     digest.update(f"\0{module}\0{is_package}".encode())
-    return digest.digest()
+    return digest.digest()[:16]
 
 
 # ---------------------------------------------------------------------- codec
@@ -312,34 +315,44 @@ class Cache:
     def __init__(self, folder: Path) -> None:
         self.folder = folder
         self.warnings: list[str] = []
-        self._facts_path = folder / f"facts-{fingerprint()}.pack"
         self._runs_path = folder / f"runs-{fingerprint()}.pack"
-        # absolute path -> (content key, ignore-file flag, error flag, encoded facts)
-        self._entries: dict[str, tuple[bytes, bool, bool, Payload]] = {
-            path: entry
-            for path, entry in _read_pack(self._facts_path).items()
-            if isinstance(path, str) and isinstance(entry, tuple) and len(entry) == 4
-        }
-        self._changed = False
+        # Per shard: absolute path -> (content key, ignore-file flag, error flag, facts).
+        self._shards: list[dict[str, tuple[bytes, bool, bool, Payload]]] = [
+            {
+                path: entry
+                for path, entry in _read_pack(self._shard_path(shard)).items()
+                if isinstance(path, str) and isinstance(entry, tuple) and len(entry) == 4
+            }
+            for shard in range(SHARDS)
+        ]
+        self._dirty: set[int] = set()
         self._runs: dict[bytes, bytes] | None = None
+
+    def _shard_path(self, shard: int) -> Path:
+        return self.folder / f"facts-{fingerprint()}-{shard:02d}.pack"
 
     def entry(self, path: str, key: bytes) -> tuple[bool, bool, Payload] | None:
         """(ignore-file flag, error flag, encoded facts) of the file at ``path`` if cached
         for ``key``."""
-        entry = self._entries.get(os.path.abspath(path))
+        absolute = os.path.abspath(path)
+        entry = self._shards[shard_of(absolute)].get(absolute)
         if entry is None or entry[0] != key or not isinstance(entry[3], bytes):
             return None
         return bool(entry[1]), bool(entry[2]), entry[3]
 
     def store(self, path: str, key: bytes, ignored: bool, error: bool, payload: Payload) -> None:
         """Remember the encoded facts of the file at ``path``."""
-        self._entries[os.path.abspath(path)] = (key, ignored, error, payload)
-        self._changed = True
+        absolute = os.path.abspath(path)
+        shard = shard_of(absolute)
+        self._shards[shard][absolute] = (key, ignored, error, payload)
+        self._dirty.add(shard)
 
     def forget(self, path: str) -> None:
         """Drop the entry of ``path`` (it could not be decoded)."""
-        if self._entries.pop(os.path.abspath(path), None) is not None:
-            self._changed = True
+        absolute = os.path.abspath(path)
+        shard = shard_of(absolute)
+        if self._shards[shard].pop(absolute, None) is not None:
+            self._dirty.add(shard)
 
     def findings(self, run_key: bytes) -> list[Any] | None:
         """The project-phase findings of an identical earlier run, if kept."""
@@ -365,14 +378,17 @@ class Cache:
         self._save(self._runs_path, kept)
 
     def save(self, linted: Iterable[str]) -> None:
-        """Write the facts back if anything changed; forget files that no longer exist."""
+        """Write back the shards that changed; forget files that no longer exist."""
         seen = {os.path.abspath(path) for path in linted}
-        gone = [path for path in self._entries if path not in seen and not os.path.exists(path)]
-        for path in gone:
-            del self._entries[path]
-        if self._changed or gone:
-            self._save(self._facts_path, self._entries)
-            self._changed = False
+        for shard, entries in enumerate(self._shards):
+            gone = [path for path in entries if path not in seen and not os.path.exists(path)]
+            for path in gone:
+                del entries[path]
+            if gone:
+                self._dirty.add(shard)
+        for shard in sorted(self._dirty):
+            self._save(self._shard_path(shard), self._shards[shard])
+        self._dirty.clear()
 
     def _save(self, path: Path, content: dict[Any, Any]) -> None:
         if self.warnings:
@@ -386,6 +402,11 @@ class Cache:
                 f"cannot write the cache in {self.folder}: {error.strerror or error} "
                 "(linting works without it; --no-cache silences this)"
             )
+
+
+def shard_of(path: str) -> int:
+    """The pack that holds the facts of the file at absolute ``path``."""
+    return zlib.crc32(path.encode("utf-8", "surrogateescape")) % SHARDS
 
 
 def prepare_folder(folder: Path) -> None:
@@ -402,7 +423,7 @@ def _drop_old_packs(folder: Path) -> None:
     written: dict[str, float] = {}
     packs: list[tuple[Path, str]] = []
     for pack in [*folder.glob("facts-*.pack"), *folder.glob("runs-*.pack")]:
-        stamp = pack.stem.partition("-")[2]
+        stamp = pack.stem.split("-")[1]
         try:
             modified = pack.stat().st_mtime
         except OSError:

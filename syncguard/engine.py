@@ -262,11 +262,15 @@ def _project_findings(
 ) -> list[Finding]:
     """The project phase over the facts of ``linted`` (decoded here, dropped on return)."""
     keep_call = _CallFilter({unit.module for unit in linted})
+    roots: dict[tuple[str, int], str] = {}  # (folder, package depth) -> import root
     analysed: list[SourceFile] = []
     for unit in linted:
         facts = _outcome(unit, rules, cache, keep_call)
         if isinstance(facts, FileFacts):  # else the file became unreadable meanwhile
-            root = root_of(unit.path, unit.module, unit.is_package)
+            where = (os.path.dirname(unit.path), unit.module.count(".") + unit.is_package)
+            root = roots.get(where)
+            if root is None:
+                root = roots[where] = root_of(unit.path, unit.module, unit.is_package)
             analysed.append(SourceFile(unit.path, root, facts))
     rule_classes = {rule.code: type(rule) for rule in rules}
     project = Project(

@@ -29,8 +29,9 @@ def codes(result: LintResult) -> list[tuple[str, int, str]]:
     return [(f.code, f.span.line, f.path) for f in result.findings]
 
 
-def pack(folder: Path, kind: str = "facts") -> Path:
-    (found,) = folder.glob(f"{kind}-*.pack")
+def packs(folder: Path, kind: str = "facts") -> list[Path]:
+    found = sorted(folder.glob(f"{kind}-*.pack"))
+    assert found
     return found
 
 
@@ -74,7 +75,7 @@ def test_folder_is_tagged_and_ignored_by_git(project: Path) -> None:
         .startswith("Signature: 8a477f597d28d172789f06886806bc55")
     )
     assert (folder / ".gitignore").read_text() == "*\n"
-    assert pack(folder).stat().st_size > 0
+    assert all(found.stat().st_size > 0 for found in packs(folder))
     assert not [p for p in folder.iterdir() if p.name.startswith(".tmp-")]
 
 
@@ -94,38 +95,33 @@ def test_a_damaged_pack_is_ignored_and_rebuilt(
     folder = project / "cache"
     expected = codes(lint_files(["pkg"], cache_dir=folder))
     assert expected
-    for kind in ("facts", "runs"):
-        target = pack(folder, kind)
+    for target in [*packs(folder), *packs(folder, "runs")]:
         target.write_bytes(damage(target.read_bytes()))
     result = lint_files(["pkg"], cache_dir=folder)
     assert codes(result) == expected and not result.warnings
-    assert Cache(folder).entry(str(project / "pkg" / "hot.py"), b"x") is None  # wrong key
-    assert len(Cache(folder)._entries) == 4  # rebuilt: every file is back
+    rebuilt = Cache(folder)
+    assert rebuilt.entry(str(project / "pkg" / "hot.py"), b"x") is None  # wrong key
+    for name in ("__init__.py", "hot.py", "model.py", "util.py"):  # every file is back
+        path = project / "pkg" / name
+        key = cache_module.content_key(path.read_bytes(), *module_name(f"pkg/{name}"))
+        assert rebuilt.entry(str(path), key) is not None, name
 
 
 def test_foreign_entries_in_a_valid_pack_are_recomputed(project: Path) -> None:
     folder = project / "cache"
     expected = codes(lint_files(["pkg"], cache_dir=folder))
-    target = pack(folder)
-    keys = {
-        str(project / "pkg" / name): cache_module.content_key(
-            (project / "pkg" / name).read_bytes(), *module_name(f"pkg/{name}")
-        )
-        for name in ("hot.py", "model.py", "util.py")
-    }
-    entries: dict[object, object] = {
-        keys_path: (key, False, False, marshal.dumps(("facts", "not", "enough", "fields")))
-        for keys_path, key in keys.items()
-    }
-    entries[str(project / "pkg" / "__init__.py")] = "not an entry"
-    entries[42] = (b"", False, False, b"")
-    body = marshal.dumps(entries)
-    header = (
-        cache_module._MAGIC
-        + cache_module.hashlib.blake2b(body, digest_size=cache_module._CHECKSUM_SIZE).digest()
-    )
-    target.write_bytes(header + body)
-    pack(folder, "runs").unlink()  # so that the project phase runs on those facts
+    shards: dict[Path, dict[object, object]] = {target: {42: "junk"} for target in packs(folder)}
+    stamp = packs(folder)[0].name.split("-")[1]
+    for name in ("__init__.py", "hot.py", "model.py", "util.py"):
+        path = str(project / "pkg" / name)
+        key = cache_module.content_key(Path(path).read_bytes(), *module_name(f"pkg/{name}"))
+        target = folder / f"facts-{stamp}-{cache_module.shard_of(path):02d}.pack"
+        entry = (key, False, False, marshal.dumps(("facts", "not", "enough", "fields")))
+        shards.setdefault(target, {})[path] = entry if name != "__init__.py" else "no entry"
+    for target, entries in shards.items():
+        cache_module._write_pack(target, entries)  # valid packs holding nonsense
+    for target in packs(folder, "runs"):
+        target.unlink()  # so that the project phase runs on those facts
     result = lint_files(["pkg"], cache_dir=folder)
     assert codes(result) == expected and not result.warnings
     assert codes(lint_files(["pkg"], cache_dir=folder)) == expected
@@ -175,14 +171,15 @@ def test_packs_of_old_versions_are_cleaned_up(project: Path) -> None:
     folder.mkdir()
     old = time.time() - 3600
     for index, stamp in enumerate(("0000000000000001", "0000000000000002", "0000000000000003")):
-        for kind in ("facts", "runs"):
-            stale = folder / f"{kind}-{stamp}.pack"
+        for name in (f"facts-{stamp}-00.pack", f"facts-{stamp}-07.pack", f"runs-{stamp}.pack"):
+            stale = folder / name
             stale.write_bytes(b"old")
             os.utime(stale, (old + index, old + index))
     lint_files(["pkg"], cache_dir=folder)
     left = sorted(p.name for p in folder.glob("*.pack"))
     assert not any("0000000000000001" in name for name in left)
-    assert len({name.partition("-")[2] for name in left}) == 3
+    assert len({Path(name).stem.split("-")[1] for name in left}) == 3
+    assert "facts-0000000000000002-07.pack" in left
 
 
 def test_cli_cache_folder_options(project: Path) -> None:
@@ -193,7 +190,7 @@ def test_cli_cache_folder_options(project: Path) -> None:
 
     elsewhere = project / "elsewhere"
     assert run_cli("check", "pkg", "--cache-dir", str(elsewhere), cwd=project).returncode == 1
-    assert pack(elsewhere).is_file()
+    assert packs(elsewhere)
 
     (project / "pyproject.toml").unlink()
     clean = project.parent / "clean"
