@@ -74,6 +74,7 @@ _HOST_BUILTINS = frozenset(
         "complex", "ord", "chr", "divmod", "round", "object", "super",
     }
 )  # fmt: skip
+_NUMBER_BUILTINS = frozenset({"len", "int", "float", "round", "ord", "hash", "id"})
 # Builtins whose result carries the placement of their arguments.
 _PASSTHROUGH_BUILTINS = frozenset(
     {"list", "tuple", "set", "frozenset", "sorted", "reversed", "enumerate", "zip", "iter",
@@ -708,6 +709,8 @@ class FileAnalyzer:
             if name in self.module_defs or name in self.scope.env:
                 return self._derived_value(node)
             if name in _HOST_BUILTINS:
+                if name in _NUMBER_BUILTINS:
+                    return HOST.with_tags(SCALAR)  # int(t), len(xs): a Python number
                 return HOST.with_tags(BOOL) if name == "bool" else HOST
             if name in _PASSTHROUGH_BUILTINS:
                 values = [self.value(arg) for arg in node.args]
@@ -828,6 +831,12 @@ class FileAnalyzer:
         text = self.source(device).lower()
         if "cpu" in text:
             return HOST.with_tags(TENSOR)
+        if (
+            isinstance(device, ast.Attribute)
+            and device.attr == "device"
+            and self._is_host_data(device.value)
+        ):
+            return HOST.with_tags(TENSOR)  # torch.full(n, v, device=host_tensor.device)
         # A device named by a variable or a parameter (``device=x.device``, ``device=device``)
         # is the accelerator the model runs on: callers pass ``x.device`` or ``self.device``,
         # host values that name the device, so the caller's argument cannot decide.

@@ -486,3 +486,21 @@ def test_a_registered_buffer_moves_with_the_module() -> None:
                 return y[:, self.summary_idxs], y[:, self.plain_idxs]
     """
     assert reported(source) == [("SG305", 13)]
+
+
+def test_python_numbers_and_tensors_made_beside_host_tensors_are_host_data() -> None:
+    source = """
+        import torch
+        from torch import nn
+
+        class Vision(nn.Module):
+            def forward(self, x, grid: list[list[int]], pad: int):
+                parts = [torch.tensor([0], dtype=torch.int32)]
+                for t, h, w in grid:
+                    parts.append(self.window_lens(int(t), int(h), int(w)))
+                lens = torch.cat(parts)
+                if pad:
+                    lens = torch.cat((lens, torch.full((pad,), 0, device=lens.device)))
+                return x, lens.cpu().numpy()
+    """
+    assert reported(source) == []
