@@ -430,7 +430,7 @@ class FileAnalyzer:
         }
         self.visitors = self._visitors(rules, source)
         self.class_attributes: dict[str, dict[str, Value]] = {}
-        # Module functions (analysed so far) whose every return value is on the device.
+        # Functions (analysed so far, by qualified name) whose every return is device data.
         self.device_results: dict[str, Value] = {}
         self.scope = self._new_scope(
             FunctionFacts(MODULE_SCOPE, 1, None, (), "module", (), None), {}, None, None
@@ -704,8 +704,9 @@ class FileAnalyzer:
             return self._derived_value(node)
         if isinstance(func, ast.Name):
             name = func.id
-            if name in self.device_results and name not in self.scope.env:
-                return self.device_results[name]
+            result = self._device_result(name)
+            if result is not None and name not in self.scope.env:
+                return result
             if name in self.module_defs or name in self.scope.env:
                 return self._derived_value(node)
             if name in _HOST_BUILTINS:
@@ -1596,14 +1597,26 @@ class FileAnalyzer:
             self._body(node.body)
             if class_name and node.name == "__init__" and self_name:
                 self._remember_attributes(class_name, self_name)
-            if outer is self.module_scope:
-                self._remember_result(node.name, self.scope.returns)
+            if not in_class:  # a module function or one nested in a function
+                self._remember_result(qualname, self.scope.returns)
         finally:
             self.scope = outer
 
+    def _device_result(self, name: str) -> Value | None:
+        """What a call of the function ``name`` returns, when :meth:`_remember_result` knows
+        it: a function nested in this one (or in an enclosing one), else a module one."""
+        prefix = self.scope.facts.qualname
+        while prefix and prefix != MODULE_SCOPE:
+            found = self.device_results.get(f"{prefix}.{name}")
+            if found is not None:
+                return found
+            prefix = prefix.rpartition(".")[0]
+        return self.device_results.get(name)
+
     def _remember_result(self, name: str, returns: list[Value]) -> None:
-        """A module function whose every ``return`` gives device data (``t.to(device)``, a
-        factory on a device) returns device data wherever this file calls it."""
+        """A function (of the module, or nested in a function) whose every ``return`` gives
+        device data (``t.to(device)``, a factory on a device) returns device data wherever
+        this file calls it (``name`` is its qualified name in the module)."""
         if returns and all(value.place is Place.DEVICE for value in returns):
             tags = frozenset.intersection(*(value.tags for value in returns))
             self.device_results[name] = Value(Place.DEVICE, frozenset(), tags)

@@ -504,3 +504,21 @@ def test_python_numbers_and_tensors_made_beside_host_tensors_are_host_data() -> 
                 return x, lens.cpu().numpy()
     """
     assert reported(source) == []
+
+
+def test_a_nested_helper_returning_device_data_gives_device_data() -> None:
+    source = """
+        import torch
+
+        def plan_pages(table: torch.Tensor, counts: list[int]):  # syncguard: hot
+            def upload(values):
+                pinned = torch.tensor(values, dtype=torch.int32).pin_memory()
+                return pinned.to(table.device, non_blocking=True)
+
+            def host_index(values):
+                return torch.tensor(values)
+
+            return table[upload(counts).long()], table[host_index(counts).long()]
+    """
+    # The per-step pinning is reported (SG306); only the host index is a host index.
+    assert reported(source) == [("SG306", 6), ("SG305", 11)]
