@@ -206,6 +206,8 @@ def _subexpressions(node: ast.AST) -> list[ast.expr]:
                 children.extend(item for item in child if item is not None)  # Dict: None keys
             elif child is not None:
                 children.append(child)
+        if type(node) is ast.Call:
+            children.extend(keyword.value for keyword in node.keywords)  # type: ignore[attr-defined]
     return [
         child
         for child in children

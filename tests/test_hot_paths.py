@@ -432,3 +432,22 @@ def test_call_is_hot_only_for_known_modules() -> None:
         """
     )
     assert lines(result) == [10]
+
+
+def test_syncs_inside_keyword_arguments_are_reported() -> None:
+    result = lint_snippet(
+        """
+        import torch
+
+        def log(value=None, step=0):
+            return value
+
+        @torch.compile
+        def step(x):
+            return log(value=x.sum().item(), step=x.tolist())
+        """
+    )
+    assert [(f.code, f.span.line, f.span.column) for f in result.findings] == [
+        ("SG101", 8, 22),
+        ("SG102", 8, 43),
+    ]
