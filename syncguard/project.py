@@ -123,6 +123,11 @@ class Project:
     rules: Sequence[Rule] = ()
 
     def __post_init__(self) -> None:
+        # Memos for one project run: class hierarchies, cold checks and dotted names are
+        # asked for again and again while resolving calls and propagating hotness.
+        self._mro_memo: dict[ClassId, tuple[list[ClassId], list[str]]] = {}
+        self._cold_memo: dict[FunctionId, bool] = {}
+        self._dotted_memo: dict[tuple[str, str], tuple[str, str] | None] = {}
         self.by_path = {file.path: file for file in self.files}
         self.non_blocking = frozenset(rule.code for rule in self.rules if not rule.blocks_host)
         self.modules: dict[str, list[SourceFile]] = {}
@@ -160,6 +165,11 @@ class Project:
 
     def _resolve_dotted(self, dotted: str, root: str, depth: int = 0) -> tuple[str, str] | None:
         """(path, qualname) of the function or class ``dotted`` names, if in the tree."""
+        if depth == 0:
+            key = (dotted, root)
+            if key not in self._dotted_memo:
+                self._dotted_memo[key] = self._resolve_dotted(dotted, root, 1)
+            return self._dotted_memo[key]
         parts = dotted.split(".")
         for cut in range(len(parts) - 1, 0, -1):
             file = self._module_file(".".join(parts[:cut]), root)
@@ -215,6 +225,12 @@ class Project:
 
     def mro(self, cid: ClassId) -> tuple[list[ClassId], list[str]]:
         """In-tree classes in method resolution order, and the external bases met."""
+        found = self._mro_memo.get(cid)
+        if found is None:
+            found = self._mro_memo[cid] = self._compute_mro(cid)
+        return found
+
+    def _compute_mro(self, cid: ClassId) -> tuple[list[ClassId], list[str]]:
         order: list[ClassId] = []
         external: list[str] = []
         stack = [cid]
@@ -280,6 +296,12 @@ class Project:
         return None
 
     def _is_cold(self, fid: FunctionId) -> bool:
+        cold = self._cold_memo.get(fid)
+        if cold is None:
+            cold = self._cold_memo[fid] = self._compute_cold(fid)
+        return cold
+
+    def _compute_cold(self, fid: FunctionId) -> bool:
         function = self.functions[fid]
         if function.qualname.rpartition(".")[2] == "__init__" or function.marker == "cold":
             return True
