@@ -1190,8 +1190,8 @@ class FileAnalyzer:
         for operand in operands:
             while isinstance(operand, (ast.Name, ast.Attribute, ast.Subscript)):
                 if self._persistent(operand):
-                    tested.add(ast.unparse(operand))  # self.size[0], then self.size
-                if not isinstance(operand, ast.Subscript):
+                    tested.add(ast.unparse(operand))  # self.cache[0].device, ..., self.cache
+                if isinstance(operand, ast.Name):
                     break
                 operand = operand.value
         return tested

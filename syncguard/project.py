@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import fnmatch
 from collections import deque
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import PurePath
 
@@ -270,8 +270,22 @@ class Project:
                 type_name = self._attribute_type(owner, call.callee[1])
                 owner = self._resolve_class(path, type_name) if type_name else None
             found = self._method(owner, method) if owner is not None else None
+            if found is None and kind == "self":
+                found = self._submodule_call(path, function.class_name, method)
         if found is None or found not in self.functions:
             return None  # unknown, external, or a class (constructor)
+        return found
+
+    def _submodule_call(self, path: str, class_name: str, attribute: str) -> FunctionId | None:
+        """``self.visual(x)``, ``visual`` an attribute made in ``__init__`` from a class of the
+        tree: its ``__call__``, or its ``forward`` when it may be an ``nn.Module``."""
+        type_name = self._attribute_type((path, class_name), attribute)
+        owner = self._resolve_class(path, type_name) if type_name else None
+        if owner is None:
+            return None
+        found = self._method(owner, "__call__")
+        if found is None and self._class_kind(owner) in ("module", "unknown"):
+            found = self._method(owner, "forward")
         return found
 
     def _attribute_type(self, cid: ClassId, attribute: str) -> str | None:
@@ -409,8 +423,13 @@ class Project:
                 return value
         return None
 
-    def summaries(self) -> dict[FunctionId, dict[str, dict[tuple, _Chain]]]:
-        """For each function: parameter -> the sync sites device data for it reaches."""
+    def summaries(
+        self, roots: Collection[FunctionId] = ()
+    ) -> dict[FunctionId, dict[str, dict[tuple, _Chain]]]:
+        """For each function: parameter -> the sync sites device data for it reaches.
+
+        Sites of ``roots`` (hot roots, which report their own sites) do not reach
+        their callers: ``self.encoder(x)`` does not repeat the encoder's findings."""
         summary: dict[FunctionId, dict[str, dict[tuple, _Chain]]] = {}
         pending: deque[FunctionId] = deque()
         for fid in self.ids:
@@ -426,6 +445,8 @@ class Project:
                     pending.append(fid)
         while pending:
             target = pending.popleft()
+            if target in roots:
+                continue
             for caller, call in self.callers.get(target, ()):
                 changed = False
                 caller_params = self.functions[caller].params
@@ -451,9 +472,48 @@ class Project:
 
     # -------------------------------------------------------------- findings
 
+    def host_parameters(self) -> dict[FunctionId, frozenset[str]]:
+        """Parameters that every caller in the tree (cold ones and the function itself
+        aside) passes host data for: host values, or parameters of its own that are such.
+        A root such as a submodule's ``forward`` then sees host data there
+        (``self.encoder(x, lens_cpu)``), where without callers they may hold anything."""
+        callers = {
+            fid: [
+                (caller, call)
+                for caller, call in self.callers.get(fid, ())
+                if caller != fid and not self._is_cold(caller)
+            ]
+            for fid in self.functions
+        }
+        known: dict[FunctionId, set[str]] = {fid: set() for fid in self.functions}
+        changed = True
+        while changed:  # a least fixpoint: only what some chain of callers proves
+            changed = False
+            for fid, calls in callers.items():
+                if not calls:
+                    continue
+                for name in self.functions[fid].params:
+                    if name in known[fid]:
+                        continue
+                    arguments = [
+                        (caller, self._argument(call, fid, name)) for caller, call in calls
+                    ]
+                    if all(
+                        argument is not None
+                        and (
+                            argument.place is Place.HOST
+                            or (argument.place is Place.PARAM and argument.params <= known[caller])
+                        )
+                        for caller, argument in arguments
+                    ):
+                        known[fid].add(name)
+                        changed = True
+        return {fid: frozenset(names) for fid, names in known.items() if names}
+
     def findings(self, scope: str = "hot") -> list[Finding]:
         hot, compiled = self.hot_paths()
-        summary = self.summaries()
+        summary = self.summaries({fid for fid, info in hot.items() if info.is_root})
+        host_parameters = self.host_parameters()
         results: list[Finding] = []
         for fid in self.ids:
             info = hot.get(fid)
@@ -466,8 +526,11 @@ class Project:
             via = info.via if info is not None else ()
             here = self.qualified(fid)
             graph_break = fid in compiled
+            on_host = host_parameters.get(fid, frozenset())  # what all callers pass host
             for site in function.sites:
-                if site.value.place is Place.PARAM and not treat_as_root:
+                if site.value.place is Place.PARAM and (
+                    not treat_as_root or site.value.params <= on_host
+                ):
                     continue
                 step = Step(fid[0], site.span.line, here)
                 results.append(
@@ -490,7 +553,9 @@ class Project:
                     argument = self._argument(call, target, name)
                     if argument is None or argument.place is Place.HOST:
                         continue
-                    if argument.place is Place.PARAM and not treat_as_root:
+                    if argument.place is Place.PARAM and (
+                        not treat_as_root or argument.params <= on_host
+                    ):
                         continue  # reported where the caller's caller passes device data
                     for chain in entries.values():
                         by_code.setdefault(chain.site.code, []).append((name, chain))

@@ -522,3 +522,69 @@ def test_a_nested_helper_returning_device_data_gives_device_data() -> None:
     """
     # The per-step pinning is reported (SG306); only the host index is a host index.
     assert reported(source) == [("SG306", 6), ("SG305", 11)]
+
+
+# ------------------------------------------------------- callers of submodules
+
+
+def test_a_submodule_sees_the_host_data_its_callers_pass() -> None:
+    source = """
+        import torch
+        from torch import nn
+
+        class Encoder(nn.Module):
+            def forward(self, x, lens: torch.Tensor, grid: torch.Tensor):
+                n = int(lens.max().item())
+                return x[:, :n], grid.tolist()
+
+        class Model(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.encoder = Encoder()
+
+            def _encode(self, x, lens):
+                return self.encoder(x, lens, grid=x.new_ones(3))
+
+            def forward(self, x, sizes: list[int]):
+                lens = torch.tensor(sizes) * 2
+                return self._encode(x, lens)
+    """
+    # lens is host data at every call; grid comes from device data at one.
+    assert reported(source) == [("SG102", 7)]
+
+
+def test_a_root_called_only_by_itself_proves_nothing() -> None:
+    source = """
+        import torch
+        from torch import nn
+
+        class Attention(nn.Module):
+            def forward(self, x, metadata, depth: int = 0):
+                if depth:
+                    return self.forward(x, metadata, depth - 1)
+                return x, metadata.seq_lens.cpu()
+    """
+    assert reported(source) == [("SG103", 8)]
+
+
+def test_a_submodule_reports_its_syncs_once() -> None:
+    source = """
+        import torch
+        from torch import nn
+
+        class Subsampling(nn.Module):
+            def forward(self, x, mask):
+                return x[mask]
+
+        class Conformer(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.embed = Subsampling()
+
+            def _embed(self, x, mask):
+                return self.embed(x, mask)
+
+            def forward(self, x, mask):
+                return self._embed(x, mask > 0)
+    """
+    assert reported(source) == [("SG202", 6)]
