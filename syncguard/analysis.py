@@ -316,11 +316,14 @@ def is_mask_name(name: str) -> bool:
 
 
 def _named_tags(name: str) -> frozenset[str]:
-    """Tags a name promises by itself: a mask is boolean, a pinned buffer is a pinned tensor."""
+    """Tags a name promises by itself: a mask is boolean, a pinned buffer is a pinned tensor,
+    ``lens_cpu`` / ``x_np`` are host arrays (data, so it stays host data under other names)."""
     if is_pinned_name(name):
         return frozenset((PINNED, TENSOR))
     if is_mask_name(name):
         return frozenset((BOOL,))
+    if is_host_name(name) and not is_config_name(name):
+        return frozenset((TENSOR,))
     return frozenset()
 
 
@@ -1186,6 +1189,14 @@ class FileAnalyzer:
                 operands += _attribute_named(node, "hasattr", 0)
         if bare and isinstance(test, (ast.Name, ast.Attribute)):
             operands.append(test)
+        for operand in list(operands):
+            # hit = _CACHE.get(key); if hit is None: ...: the local stands for the cache.
+            source = self.scope.assigned.get(operand.id) if isinstance(operand, ast.Name) else None
+            if isinstance(source, ast.Call) and isinstance(source.func, ast.Attribute):
+                if source.func.attr in ("get", "setdefault"):
+                    operands.append(source.func.value)
+            elif isinstance(source, ast.Subscript):
+                operands.append(source.value)
         tested: set[str] = set()
         for operand in operands:
             while isinstance(operand, (ast.Name, ast.Attribute, ast.Subscript)):
@@ -1275,11 +1286,15 @@ class FileAnalyzer:
                 self.scope.assigned[target.id] = source
         elif isinstance(target, (ast.Tuple, ast.List)):
             sources = source.elts if isinstance(source, (ast.Tuple, ast.List)) else None
+            element_value = Value(value.place, value.params)
+            if value.place is Place.DEVICE and PYSEQ not in value.tags:
+                # The parts of an opaque call's result made on a device may be host metadata.
+                element_value = UNKNOWN
             for index, element in enumerate(target.elts):
                 if sources is not None and len(sources) == len(target.elts):
                     self._bind(element, self.value(sources[index]), sources[index])
                 else:
-                    self._bind(element, Value(value.place, value.params), None)
+                    self._bind(element, element_value, None)
         elif isinstance(target, ast.Starred):
             self._bind(target.value, value, None)
         elif (

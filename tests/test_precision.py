@@ -588,3 +588,52 @@ def test_a_submodule_reports_its_syncs_once() -> None:
                 return self._embed(x, mask > 0)
     """
     assert reported(source) == [("SG202", 6)]
+
+
+def test_host_arrays_stay_host_data_under_other_names() -> None:
+    source = """
+        import numpy as np
+        from torch import nn
+
+        class Runner(nn.Module):
+            def forward(self, x, lens_np: np.ndarray):
+                computed = self.batch.num_computed_cpu[: len(lens_np)]
+                for table in self.batch.tables:
+                    stop = (computed + lens_np + table.block_size - 1) // table.block_size
+                    span = int((stop - computed).max())
+                    x = x[:, :span]
+                return x
+    """
+    assert reported(source) == []
+
+
+def test_a_cache_looked_up_into_a_local_is_filled_once() -> None:
+    source = """
+        import torch
+
+        _TABLES = {}
+
+        def lookup_tables(logits: torch.Tensor):  # syncguard: hot
+            tables = _TABLES.get(logits.device)
+            if tables is None:
+                tables = logits.new_tensor([0.5, 1.0])
+                _TABLES[logits.device] = tables
+            sizes = {}
+            size = sizes.get(logits.shape[0])
+            if size is None:
+                size = logits.new_tensor([logits.shape[0]])
+            return tables, size
+    """
+    assert reported(source) == [("SG301", 13)]
+
+
+def test_host_parts_of_a_device_helper_result_keep_their_names() -> None:
+    source = """
+        import torch
+        from engine.layout import tail_layout
+
+        def tail_metadata(batch, device):  # syncguard: hot
+            indices, tail_lens_cpu, start = tail_layout(batch, device=device)
+            return indices, torch.tensor(tail_lens_cpu, dtype=torch.int32, device=device)
+    """
+    assert reported(source) == [("SG301", 6)]
