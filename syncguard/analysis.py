@@ -1122,6 +1122,12 @@ class FileAnalyzer:
         finally:
             scope.lazy_depth -= lazy_else
             scope.narrowed = narrowed
+        # A branch that ends in return/raise/continue/break does not reach what follows.
+        if body and isinstance(body[-1], _EXITS):
+            return
+        if orelse and isinstance(orelse[-1], _EXITS):
+            scope.env = after_body
+            return
         self._merge_env(after_body)
 
     def _host_when(self, test: ast.expr, truth: bool) -> dict[str, Value]:

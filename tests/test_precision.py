@@ -637,3 +637,19 @@ def test_host_parts_of_a_device_helper_result_keep_their_names() -> None:
             return indices, torch.tensor(tail_lens_cpu, dtype=torch.int32, device=device)
     """
     assert reported(source) == [("SG301", 6)]
+
+
+def test_bindings_of_a_branch_that_returns_do_not_reach_the_code_after_it() -> None:
+    source = """
+        import torch
+
+        def plan(qo_offset: torch.Tensor, prefill: bool, device):
+            if prefill:
+                qo_offset = qo_offset.to(device)
+                return qo_offset
+            return qo_offset.tolist()
+
+        def build(lens_cpu: torch.Tensor, device):  # syncguard: hot
+            return plan(lens_cpu - 1, False, device)
+    """
+    assert reported(source) == []
