@@ -409,7 +409,7 @@ class Project:
 
     def _argument(self, call: CallSite, target: FunctionId, name: str) -> Value | None:
         function = self.functions[target]
-        params = list(function.params)
+        params = function.params
         if name not in params:
             return None
         bound = function.kind == "classmethod" or (
@@ -486,28 +486,39 @@ class Project:
             for fid in self.functions
         }
         known: dict[FunctionId, set[str]] = {fid: set() for fid in self.functions}
-        changed = True
-        while changed:  # a least fixpoint: only what some chain of callers proves
-            changed = False
-            for fid, calls in callers.items():
-                if not calls:
+        callees: dict[FunctionId, set[FunctionId]] = {}
+        for fid, calls in callers.items():
+            for caller, _ in calls:
+                callees.setdefault(caller, set()).add(fid)
+        # A least fixpoint (only what some chain of callers proves), as a worklist: a
+        # function is looked at again only when one of its callers learned something.
+        pending = deque(fid for fid in self.ids if callers[fid])
+        queued = set(pending)
+        while pending:
+            fid = pending.popleft()
+            queued.discard(fid)
+            calls = callers[fid]
+            grew = False
+            for name in self.functions[fid].params:
+                if name in known[fid]:
                     continue
-                for name in self.functions[fid].params:
-                    if name in known[fid]:
-                        continue
-                    arguments = [
+                if all(
+                    argument is not None
+                    and (
+                        argument.place is Place.HOST
+                        or (argument.place is Place.PARAM and argument.params <= known[caller])
+                    )
+                    for caller, argument in (
                         (caller, self._argument(call, fid, name)) for caller, call in calls
-                    ]
-                    if all(
-                        argument is not None
-                        and (
-                            argument.place is Place.HOST
-                            or (argument.place is Place.PARAM and argument.params <= known[caller])
-                        )
-                        for caller, argument in arguments
-                    ):
-                        known[fid].add(name)
-                        changed = True
+                    )
+                ):
+                    known[fid].add(name)
+                    grew = True
+            if grew:
+                for callee in callees.get(fid, ()):
+                    if callee not in queued:
+                        pending.append(callee)
+                        queued.add(callee)
         return {fid: frozenset(names) for fid, names in known.items() if names}
 
     def findings(self, scope: str = "hot") -> list[Finding]:
