@@ -16,8 +16,10 @@ device data for it (a sync hidden in a helper), not in the helper itself.
 from __future__ import annotations
 
 import fnmatch
+import functools
+import re
 from collections import deque
-from collections.abc import Collection, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import PurePath
 
@@ -698,11 +700,17 @@ class _View:
         return self.project.qualified((path, function))
 
 
-def _matches(name: str, patterns: Iterable[str]) -> str | None:
-    for pattern in patterns:
-        if fnmatch.fnmatchcase(name, pattern):
+def _matches(name: str, patterns: tuple[str, ...]) -> str | None:
+    """The first glob of ``patterns`` that matches ``name``."""
+    for pattern, match in _compiled_globs(patterns):
+        if match(name):
             return pattern
     return None
+
+
+@functools.lru_cache(maxsize=32)
+def _compiled_globs(patterns: tuple[str, ...]) -> tuple[tuple[str, Callable[[str], object]], ...]:
+    return tuple((pattern, re.compile(fnmatch.translate(pattern)).match) for pattern in patterns)
 
 
 def root_of(path: str, module: str, is_package: bool) -> str:
