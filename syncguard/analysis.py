@@ -928,10 +928,6 @@ class FileAnalyzer:
                 return keyword.value
         return None
 
-    def _keyword_is_true(self, node: ast.Call, name: str) -> bool:
-        value = self._keyword(node, name)
-        return isinstance(value, ast.Constant) and value.value is True
-
     # ------------------------------------------------------------ statements
 
     def _new_scope(

@@ -16,8 +16,6 @@ from syncguard.facts import Fix
 from syncguard.project import Finding
 from syncguard.rule import Rule
 
-FORMATS = ("full", "concise", "json", "sarif", "github")
-
 
 class _Style:
     """ANSI styling, switched off when not writing to a terminal."""

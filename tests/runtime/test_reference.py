@@ -13,6 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from syncguard.runtime import reference
+from syncguard.runtime.bench import capture
 from syncguard.runtime.reference import (
     CHUNK_SIZE,
     MAPPING_DTYPE,
@@ -411,20 +412,6 @@ def test_bench_targets_report_the_measured_figures() -> None:
 
 
 # ----- CUDA: graph capture and replay with new inputs ----------------------------------------
-
-
-def capture(function):  # type: ignore[no-untyped-def]
-    """Warm ``function`` up on a side stream, then capture it; returns (graph, output)."""
-    side = torch.cuda.Stream()
-    side.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(side):
-        for _ in range(2):
-            function()
-    torch.cuda.current_stream().wait_stream(side)
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
-        output = function()
-    return graph, output
 
 
 def random_lengths(rng: np.random.Generator, count: int, total: int) -> list[int]:
