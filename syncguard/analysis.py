@@ -22,6 +22,7 @@ from syncguard.facts import (
     FileFacts,
     Fix,
     FunctionFacts,
+    Requirement,
     Site,
     Span,
 )
@@ -30,14 +31,19 @@ from syncguard.values import (
     BOOL,
     DEVICE,
     EVENT,
+    FALSY,
+    FORWARDED,
     HOST,
     INDEX,
+    NONE,
+    NOT_NONE,
     PAGEABLE,
     PINNED,
     PYSEQ,
     SCALAR,
     STREAM,
     TENSOR,
+    TRUTHY,
     UNKNOWN,
     Place,
     Value,
@@ -305,6 +311,55 @@ def _device_check(test: ast.expr) -> tuple[ast.expr | None, bool]:
     return None, False
 
 
+def literal_state(node: ast.expr | None) -> str | None:
+    """``"none"``, ``"false"`` or ``"true"`` for a constant, else None."""
+    if not isinstance(node, ast.Constant):
+        return None
+    if node.value is None:
+        return "none"
+    return "true" if node.value else "false"
+
+
+_LITERAL_TAGS = {"none": NONE, "false": FALSY, "true": TRUTHY}
+_NEVER_NONE_EXPRESSIONS = (
+    ast.BinOp, ast.Subscript, ast.Compare, ast.List, ast.Tuple, ast.Dict, ast.Set,
+    ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp, ast.JoinedStr, ast.Lambda,
+)  # fmt: skip
+
+
+def _may_be_none(node: ast.expr) -> bool:
+    """True for ``None``, ``x if c else None``, ``x or None``, ``d.get(k)`` and the like."""
+    if isinstance(node, ast.IfExp):
+        return _may_be_none(node.body) or _may_be_none(node.orelse)
+    if isinstance(node, ast.BoolOp):
+        return any(map(_may_be_none, node.values))
+    if isinstance(node, ast.Call):
+        func = node.func
+        return isinstance(func, ast.Attribute) and func.attr in ("get", "pop")
+    return literal_state(node) == "none"
+
+
+def _not_none_when(test: ast.expr, truth: bool) -> set[str]:
+    """Names ``test`` being ``truth`` proves are not None (``x is not None``, ``x``)."""
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        return _not_none_when(test.operand, not truth)
+    if isinstance(test, ast.BoolOp):
+        if truth is not isinstance(test.op, ast.And):
+            return set()
+        return set().union(*(_not_none_when(operand, truth) for operand in test.values))
+    if isinstance(test, ast.Name):
+        return {test.id} if truth else set()
+    if (
+        isinstance(test, ast.Compare)
+        and len(test.ops) == 1
+        and isinstance(test.ops[0], (ast.Is, ast.IsNot))
+        and isinstance(test.left, ast.Name)
+        and literal_state(test.comparators[0]) == "none"
+    ):
+        return {test.left.id} if truth is isinstance(test.ops[0], ast.IsNot) else set()
+    return set()
+
+
 def is_pinned_name(name: str) -> bool:
     """True for names that say they hold page-locked host memory (``pinned``, ``x_pinned``)."""
     return "pinned" in name.lower().split("_")
@@ -411,6 +466,10 @@ class _Scope:
     module_params: frozenset[str] = frozenset()  # parameters that are modules (``layer``)
     # Expressions a device guard proves to be on the host here (``if not x.is_cuda:``).
     narrowed: dict[str, Value] = field(default_factory=dict)
+    # What the enclosing ``if``s say about parameters here (``if metadata is None:``).
+    requires: tuple[Requirement, ...] = ()
+    rebound: set[str] = field(default_factory=set)  # local names assigned so far
+    maybe_none: set[str] = field(default_factory=set)  # ... of which some to None
 
 
 class FileAnalyzer:
@@ -539,6 +598,7 @@ class FileAnalyzer:
                 value=value.without_tags(),
                 in_loop=self.in_loop,
                 fix=fix,
+                requires=self.scope.requires,
             )
         )
 
@@ -943,6 +1003,7 @@ class FileAnalyzer:
     def _body(self, statements: Sequence[ast.stmt]) -> None:
         scope = self.scope
         narrowed = scope.narrowed
+        requires = scope.requires
         try:
             for index, statement in enumerate(statements):
                 self._statement(statement)
@@ -953,6 +1014,8 @@ class FileAnalyzer:
                     guarded = self._host_when(statement.test, False)
                     if guarded:
                         scope.narrowed = {**scope.narrowed, **guarded}
+                    # ``if metadata is None: return``: below it, metadata is not None.
+                    scope.requires += self._requirements(statement.test, False)
                 if self._returns_when_cached(statement, statements[index + 1 :]):
                     # The rest of the block fills the cache the check returned early on.
                     scope.lazy_depth += 1
@@ -964,6 +1027,7 @@ class FileAnalyzer:
                     return
         finally:
             scope.narrowed = narrowed
+            scope.requires = requires
 
     def _dispatch(self, node: ast.AST) -> None:
         for code, visit in self.visitors.get(type(node), ()):
@@ -1027,24 +1091,31 @@ class FileAnalyzer:
                 lazy_else=training is False,
                 guarded=self._host_when(node.test, True),
                 guarded_else=self._host_when(node.test, False),
+                requires=self._requirements(node.test, True),
+                requires_else=self._requirements(node.test, False),
+                test=node.test,
             )
         elif isinstance(node, (ast.For, ast.AsyncFor)):
             self._expression(node.iter)
             before = dict(scope.env)
+            maybe_none = set(scope.maybe_none)
             self._bind(node.target, self._element_value(node.iter), None)
             scope.loop_depth += 1
             self._body(node.body)
             scope.loop_depth -= 1
             self._body(node.orelse)
             self._merge_env(before)
+            scope.maybe_none |= maybe_none
         elif isinstance(node, ast.While):
             before = dict(scope.env)
+            maybe_none = set(scope.maybe_none)
             scope.loop_depth += 1
             self._expression(node.test)
             self._body(node.body)
             scope.loop_depth -= 1
             self._body(node.orelse)
             self._merge_env(before)
+            scope.maybe_none |= maybe_none
         elif isinstance(node, (ast.With, ast.AsyncWith)):
             default_device = scope.default_device
             for item in node.items:
@@ -1096,34 +1167,47 @@ class FileAnalyzer:
         lazy_else: bool = False,
         guarded: dict[str, Value] | None = None,
         guarded_else: dict[str, Value] | None = None,
+        requires: tuple[Requirement, ...] = (),
+        requires_else: tuple[Requirement, ...] = (),
+        test: ast.expr | None = None,
     ) -> None:
-        """Walk both branches of an ``if``; a ``lazy`` branch does not run per step, and
-        ``guarded`` expressions are known to be on the host in their branch."""
+        """Walk both branches of an ``if``; a ``lazy`` branch does not run per step,
+        ``guarded`` expressions are known to be on the host in their branch, and
+        ``requires`` says what the branch's test proves about parameters."""
         scope = self.scope
         before = dict(scope.env)
         narrowed = scope.narrowed
+        outer_requires = scope.requires
+        maybe_none = scope.maybe_none
         scope.lazy_depth += lazy
         scope.narrowed = {**narrowed, **guarded} if guarded else narrowed
+        scope.requires = outer_requires + requires
+        scope.maybe_none = maybe_none - _not_none_when(test, True) if test else set(maybe_none)
         try:
             self._body(body)
         finally:
             scope.lazy_depth -= lazy
             scope.narrowed = narrowed
-        after_body = scope.env
+            scope.requires = outer_requires
+        after_body, none_after_body = scope.env, scope.maybe_none
         scope.env = dict(before)
         scope.lazy_depth += lazy_else
         scope.narrowed = {**narrowed, **guarded_else} if guarded_else else narrowed
+        scope.requires = outer_requires + requires_else
+        scope.maybe_none = maybe_none - _not_none_when(test, False) if test else set(maybe_none)
         try:
             self._body(orelse)
         finally:
             scope.lazy_depth -= lazy_else
             scope.narrowed = narrowed
+            scope.requires = outer_requires
         # A branch that ends in return/raise/continue/break does not reach what follows.
         if body and isinstance(body[-1], _EXITS):
             return
         if orelse and isinstance(orelse[-1], _EXITS):
-            scope.env = after_body
+            scope.env, scope.maybe_none = after_body, none_after_body
             return
+        scope.maybe_none |= none_after_body
         self._merge_env(after_body)
 
     def _host_when(self, test: ast.expr, truth: bool) -> dict[str, Value]:
@@ -1145,6 +1229,33 @@ class FileAnalyzer:
         if tensor is None or key is None or on_host_when is not truth:
             return {}
         return {key: Value(Place.HOST, frozenset(), self.value(tensor).tags | {TENSOR})}
+
+    def _requirements(self, test: ast.expr, truth: bool) -> tuple[Requirement, ...]:
+        """What ``test`` being ``truth`` says about this function's parameters:
+        ``p is None`` / ``p is not None`` / ``p`` (and ``not``, ``and`` / ``or``)."""
+        if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+            return self._requirements(test.operand, not truth)
+        if isinstance(test, ast.BoolOp):
+            # All operands of a true ``and`` (a false ``or``) hold; otherwise none is known.
+            if truth is not isinstance(test.op, ast.And):
+                return ()
+            return tuple(r for operand in test.values for r in self._requirements(operand, truth))
+        state = None
+        if isinstance(test, ast.Name):
+            name, state = test.id, "true" if truth else "false"
+        elif (
+            isinstance(test, ast.Compare)
+            and len(test.ops) == 1
+            and isinstance(test.ops[0], (ast.Is, ast.IsNot))
+            and isinstance(test.left, ast.Name)
+            and literal_state(test.comparators[0]) == "none"
+        ):
+            name = test.left.id
+            state = "none" if truth is isinstance(test.ops[0], ast.Is) else "not-none"
+        scope = self.scope
+        if state is None or name not in scope.facts.params or name in scope.rebound:
+            return ()
+        return ((name, state),)
 
     def _training_test(self, test: ast.expr) -> bool | None:
         """True for ``if self.training`` (also ``self.training and ...``), False for
@@ -1282,6 +1393,11 @@ class FileAnalyzer:
                 self.scope.narrowed = {k: v for k, v in self.scope.narrowed.items() if k != key}
         if isinstance(target, ast.Name):
             env[target.id] = _as_named(target.id, value)
+            self.scope.rebound.add(target.id)
+            if source is None or _may_be_none(source):
+                self.scope.maybe_none.add(target.id)
+            else:
+                self.scope.maybe_none.discard(target.id)
             if source is None:
                 self.scope.assigned.pop(target.id, None)
             else:
@@ -1464,25 +1580,57 @@ class FileAnalyzer:
         callee = self._callee(func)
         if callee is None or self.scope.lazy_depth:
             return
-        host = self.scope.host_code  # CPU code passes host data
         self.scope.facts.calls.append(
             CallSite(
                 callee=callee,
                 span=self.span(node),
                 statement=self.statement,
                 args=tuple(
-                    HOST if host else self.value(arg)
+                    self._argument_value(arg)
                     for arg in node.args
                     if not isinstance(arg, ast.Starred)
                 ),
                 kwargs=tuple(
-                    (keyword.arg, HOST if host else self.value(keyword.value))
+                    (keyword.arg, self._argument_value(keyword.value))
                     for keyword in node.keywords
                     if keyword.arg is not None
                 ),
                 in_loop=self.in_loop,
+                requires=self.scope.requires,
+                spread=any(isinstance(arg, ast.Starred) for arg in node.args)
+                or any(keyword.arg is None for keyword in node.keywords),
             )
         )
+
+    def _argument_value(self, node: ast.expr) -> Value:
+        """What a call passes: its placement (CPU code passes host data), and whether it
+        is a constant such as None (which branches of the callee it takes)."""
+        value = HOST if self.scope.host_code else self.value(node)
+        state = literal_state(node)
+        if state is not None:
+            return value.with_tags(_LITERAL_TAGS[state])
+        if self._never_none(node):
+            return value.with_tags(NOT_NONE)
+        scope = self.scope
+        if (
+            isinstance(node, ast.Name)
+            and node.id in scope.facts.params
+            and node.id not in scope.rebound
+        ):
+            return Value(value.place, frozenset((node.id,)), value.tags | {FORWARDED})
+        return value
+
+    def _never_none(self, node: ast.expr) -> bool:
+        """True for an argument that cannot be None: a local never set to None, a
+        computed value (``f(x)``, ``x[i]``, ``a + b``, a literal); not a parameter, an
+        attribute (``self.cache`` may be None until filled) or ``d.get(k)``."""
+        if isinstance(node, ast.Name):
+            scope = self.scope
+            return node.id in scope.rebound and node.id not in scope.maybe_none
+        if isinstance(node, ast.Call):
+            func = node.func
+            return not (isinstance(func, ast.Attribute) and func.attr in ("get", "pop"))
+        return isinstance(node, _NEVER_NONE_EXPRESSIONS)
 
     def _callee(self, func: ast.expr) -> tuple[str, ...] | None:
         """An unresolved reference to the function ``func`` names, if it may be ours."""
@@ -1601,10 +1749,19 @@ class FileAnalyzer:
             kind=kind,
             decorators=decorators,
             marker=marker.group(1) if marker else None,
+            literal_defaults=tuple(
+                (name, state)
+                for name, default in defaults.items()
+                if (state := literal_state(default)) is not None
+            ),
         )
         self.functions[qualname] = facts
         class_name = parent if in_class else None
         self.scope = self._new_scope(facts, env, self_name, class_name)
+        if not in_class and outer is not self.module_scope:
+            # A closure sees the enclosing function's locals as they are at its definition.
+            self.scope.rebound = outer.rebound - set(self.scope.facts.params)
+            self.scope.maybe_none = set(outer.maybe_none)
         self.scope.default_device = outer.default_device
         self.scope.module_params = frozenset(module_params)
         self.scope.host_code = (

@@ -106,12 +106,15 @@ _KNOWN_FIELDS: dict[type, tuple[str, ...]] = {
     FileFacts: ("module", "imports", "functions", "classes", "compiled", "records"),
     FunctionFacts: (
         "qualname", "line", "class_name", "params", "kind", "decorators", "marker", "sites",
-        "calls",
+        "calls", "literal_defaults",
     ),
     ClassFacts: ("qualname", "line", "bases", "attribute_types"),
-    CallSite: ("callee", "span", "statement", "args", "kwargs", "in_loop"),
+    CallSite: (
+        "callee", "span", "statement", "args", "kwargs", "in_loop", "requires", "spread",
+    ),
     Site: (
         "code", "span", "statement", "message", "suggestion", "value", "in_loop", "fix",
+        "requires",
     ),
     Fix: ("applicability", "description", "edits"),
     Edit: ("span", "text"),
@@ -164,19 +167,20 @@ def _plain(outcome: FileFacts | FileError) -> tuple[Any, ...]:
     for function in outcome.functions.values():
         sites = tuple(
             (site.code, _span(site.span), site.statement, site.message, site.suggestion,
-             index(values, site.value), site.in_loop, _fix(site.fix))
+             index(values, site.value), site.in_loop, _fix(site.fix), site.requires)
             for site in function.sites
         )  # fmt: skip
         calls = tuple(
             (call.callee, _span(call.span), call.statement,
              index(arguments, tuple(index(values, arg) for arg in call.args)),
              index(keywords, tuple((name, index(values, arg)) for name, arg in call.kwargs)),
-             call.in_loop)
+             call.in_loop, call.requires, call.spread)
             for call in function.calls
         )  # fmt: skip
         functions.append(
             (function.qualname, function.line, function.class_name, function.params,
-             function.kind, function.decorators, function.marker, sites, calls)
+             function.kind, function.decorators, function.marker, sites, calls,
+             function.literal_defaults)
         )  # fmt: skip
     classes = tuple(
         (c.qualname, c.line, c.bases, c.attribute_types) for c in outcome.classes.values()
@@ -222,20 +226,23 @@ def decode_facts(encoded: Payload, keep_call: CallFilter | None = None) -> FileF
     keywords = [tuple([(name, values[i]) for name, i in entry]) for entry in keyword_table]
     functions: dict[str, FunctionFacts] = {}
     for function in encoded_functions:
-        qualname, line, class_name, params, kind_, decorators, marker, sites, calls = function
+        (qualname, line, class_name, params, kind_, decorators, marker, sites, calls,
+         literal_defaults) = function  # fmt: skip
         functions[qualname] = FunctionFacts(
             qualname, line, class_name, params, kind_, decorators, marker,
             [
                 Site(code, Span(*span), statement, message, suggestion, values[value],
-                     in_loop, _decode_fix(fix))
-                for code, span, statement, message, suggestion, value, in_loop, fix in sites
+                     in_loop, _decode_fix(fix), requires)
+                for code, span, statement, message, suggestion, value, in_loop, fix, requires
+                in sites
             ],
             [
                 CallSite(callee, Span(*span), statement, arguments[args], keywords[kwargs],
-                         in_loop)
-                for callee, span, statement, args, kwargs, in_loop in calls
+                         in_loop, requires, spread)
+                for callee, span, statement, args, kwargs, in_loop, requires, spread in calls
                 if keep_call is None or keep_call(callee)
             ],
+            literal_defaults,
         )  # fmt: skip
     classes = {
         qualname: ClassFacts(qualname, line, bases, attribute_types)

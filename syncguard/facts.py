@@ -38,6 +38,11 @@ class Fix:
     edits: tuple[Edit, ...]
 
 
+# A condition on a parameter under which code runs: (parameter, state), state one of
+# "none" (``p is None``), "not-none", "true" (``if p:``) or "false" (``if not p:``).
+Requirement = tuple[str, str]
+
+
 @dataclass(frozen=True, slots=True)
 class Site:
     """One place in a function where a rule matched.
@@ -54,6 +59,7 @@ class Site:
     value: Value
     in_loop: bool
     fix: Fix | None = None
+    requires: tuple[Requirement, ...] = ()  # the enclosing ``if``s on parameters
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,6 +76,8 @@ class CallSite:
     args: tuple[Value, ...]
     kwargs: tuple[tuple[str, Value], ...]
     in_loop: bool
+    requires: tuple[Requirement, ...] = ()  # the enclosing ``if``s on parameters
+    spread: bool = False  # passes ``*args`` or ``**kwargs``: any parameter may be given
 
 
 @dataclass(slots=True)
@@ -85,6 +93,8 @@ class FunctionFacts:
     marker: str | None  # "hot" / "cold" from a ``# syncguard: hot`` comment on the def line
     sites: list[Site] = field(default_factory=list)
     calls: list[CallSite] = field(default_factory=list)
+    # Parameters whose default is a constant: (name, "none" / "false" / "true").
+    literal_defaults: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(slots=True)

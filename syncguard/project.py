@@ -24,9 +24,18 @@ from dataclasses import dataclass, field
 from pathlib import PurePath
 
 from syncguard.analysis import MODULE_SCOPE
-from syncguard.facts import CallSite, ClassFacts, FileFacts, Fix, FunctionFacts, Site, Span
+from syncguard.facts import (
+    CallSite,
+    ClassFacts,
+    FileFacts,
+    Fix,
+    FunctionFacts,
+    Requirement,
+    Site,
+    Span,
+)
 from syncguard.rule import HotPath, Record, Rule
-from syncguard.values import Place, Value
+from syncguard.values import FALSY, FORWARDED, NONE, NOT_NONE, TRUTHY, Place, Value
 
 FunctionId = tuple[str, str]  # (path, qualname within the module)
 ClassId = tuple[str, str]
@@ -111,6 +120,18 @@ class _Chain:
     steps: tuple[Step, ...]  # from the function holding the parameter down to the sync line
     site: Site
     site_path: str
+    # What the first step's function must be called with for the chain to run.
+    requires: tuple[Requirement, ...] = ()
+
+
+# Argument states (see Project._argument_state) that contradict a requirement.
+_CONTRADICTS = {
+    "none": frozenset({"false", "true", "given"}),
+    "not-none": frozenset({"none"}),
+    "true": frozenset({"none", "false"}),
+    "false": frozenset({"true"}),
+}
+_ARGUMENT_STATES = ((NONE, "none"), (FALSY, "false"), (TRUTHY, "true"), (NOT_NONE, "given"))
 
 
 @dataclass
@@ -130,6 +151,7 @@ class Project:
         self._mro_memo: dict[ClassId, tuple[list[ClassId], list[str]]] = {}
         self._cold_memo: dict[FunctionId, bool] = {}
         self._dotted_memo: dict[tuple[str, str], tuple[str, str] | None] = {}
+        self._excluded_memo: dict[tuple[FunctionId, tuple[Requirement, ...]], bool] = {}
         self.by_path = {file.path: file for file in self.files}
         self.non_blocking = frozenset(rule.code for rule in self.rules if not rule.blocks_host)
         self.modules: dict[str, list[SourceFile]] = {}
@@ -390,6 +412,8 @@ class Project:
                 target = self.targets.get((fid, index))
                 if target is None or target in hot or self._is_cold(target):
                     continue
+                if self._never_taken(fid, call.requires):
+                    continue
                 step = Step(fid[0], call.span.line, self.qualified(fid))
                 hot[target] = _Hot(f"called from {root}", (*info.via, step), False)
                 queue.append(target)
@@ -425,6 +449,61 @@ class Project:
                 return value
         return None
 
+    def _argument_state(self, call: CallSite, target: FunctionId, name: str) -> str | None:
+        """What ``call`` passes for parameter ``name`` of ``target``: ``"none"``,
+        ``"false"``, ``"true"`` (constants or defaults), ``"given"`` (a value that cannot be
+        None), or None when unknown (``*args``, the caller's parameter, ``self.x``)."""
+        argument = self._argument(call, target, name)
+        if argument is None:
+            if call.spread:
+                return None
+            return dict(self.functions[target].literal_defaults).get(name)
+        for tag, state in _ARGUMENT_STATES:
+            if tag in argument.tags:
+                return state
+        return None
+
+    def _call_excludes(
+        self, call: CallSite, target: FunctionId, requires: tuple[Requirement, ...]
+    ) -> bool:
+        """True when ``call`` passes ``target`` arguments that contradict ``requires``:
+        ``None`` where the code needs ``p is not None``, a default ``False`` for ``if p:``."""
+        return any(
+            self._argument_state(call, target, name) in _CONTRADICTS[state]
+            for name, state in requires
+        )
+
+    def _forwarded(
+        self, call: CallSite, target: FunctionId, requires: tuple[Requirement, ...]
+    ) -> tuple[Requirement, ...]:
+        """``requires`` on the caller's parameters that ``call`` passes on unchanged:
+        ``f(x, check=check)`` with ``f`` needing ``check`` true needs the caller's too."""
+        found: list[Requirement] = []
+        for name, state in requires:
+            argument = self._argument(call, target, name)
+            if argument is not None and FORWARDED in argument.tags:
+                found.extend((outer, state) for outer in argument.params)
+        return tuple(found)
+
+    def _never_taken(self, fid: FunctionId, requires: tuple[Requirement, ...]) -> bool:
+        """True when every caller in the tree (cold ones and recursion aside; at least one)
+        contradicts ``requires``: code under ``if metadata is None:`` when all pass one."""
+        if not requires:
+            return False
+        key = (fid, requires)
+        found = self._excluded_memo.get(key)
+        if found is None:
+            callers = [
+                call
+                for caller, call in self.callers.get(fid, ())
+                if caller != fid and not self._is_cold(caller)
+            ]
+            found = bool(callers) and all(
+                self._call_excludes(call, fid, requires) for call in callers
+            )
+            self._excluded_memo[key] = found
+        return found
+
     def summaries(
         self, roots: Collection[FunctionId] = ()
     ) -> dict[FunctionId, dict[str, dict[tuple, _Chain]]]:
@@ -442,7 +521,7 @@ class Project:
                 step = Step(fid[0], site.span.line, self.qualified(fid))
                 for name in site.value.params:
                     entries = summary.setdefault(fid, {}).setdefault(name, {})
-                    entries.setdefault(key, _Chain((step,), site, fid[0]))
+                    entries.setdefault(key, _Chain((step,), site, fid[0], site.requires))
                 if fid not in pending:
                     pending.append(fid)
         while pending:
@@ -463,10 +542,20 @@ class Project:
                             continue
                         mine = summary.setdefault(caller, {}).setdefault(outer, {})
                         for key, chain in list(entries.items()):
-                            if key not in mine:
+                            if self._call_excludes(call, target, chain.requires):
+                                continue
+                            requires = call.requires + self._forwarded(call, target, chain.requires)
+                            known = mine.get(key)
+                            if known is None:
                                 mine[key] = _Chain(
-                                    (step, *chain.steps), chain.site, chain.site_path
+                                    (step, *chain.steps), chain.site, chain.site_path, requires
                                 )
+                                changed = True
+                                continue
+                            # Several ways to the site: it runs under what they all require.
+                            common = tuple(r for r in known.requires if r in requires)
+                            if common != known.requires:
+                                known.requires = common
                                 changed = True
                 if changed and caller not in pending:
                     pending.append(caller)
@@ -545,6 +634,8 @@ class Project:
                     not treat_as_root or site.value.params <= on_host
                 ):
                     continue
+                if self._never_taken(fid, site.requires):
+                    continue  # a branch no caller takes
                 step = Step(fid[0], site.span.line, here)
                 results.append(
                     self._finding(site, fid[0], site.span, site.statement, severity, reason,
@@ -560,6 +651,8 @@ class Project:
                     continue  # the callee reports its own sites
                 if info is None and target_hot is None:
                     continue  # cold to cold: the callee reports its sites itself
+                if self._never_taken(fid, call.requires):
+                    continue
                 # One finding per rule code and call: the first sync site, with a count.
                 by_code: dict[str, list[tuple[str, _Chain]]] = {}
                 for name, entries in sorted(summary[target].items()):
@@ -571,7 +664,8 @@ class Project:
                     ):
                         continue  # reported where the caller's caller passes device data
                     for chain in entries.values():
-                        by_code.setdefault(chain.site.code, []).append((name, chain))
+                        if not self._call_excludes(call, target, chain.requires):
+                            by_code.setdefault(chain.site.code, []).append((name, chain))
                 for group in by_code.values():
                     group.sort(key=lambda item: (item[1].site_path, item[1].site.span.line))
                     name, chain = group[0]

@@ -33,6 +33,14 @@ TENSOR = "tensor"  # known to be a tensor (created by torch)
 INDEX = "index"  # an integer index tensor (long / int)
 STREAM = "stream"  # an accelerator stream object (torch.cuda.Stream, current_stream())
 EVENT = "event"  # an accelerator event object (torch.cuda.Event, Stream.record_event())
+# Literal constants, so that a call's arguments say which branches of the callee they take.
+NONE = "none"  # the constant None
+FALSY = "falsy"  # a false constant other than None (False, 0, "")
+TRUTHY = "truthy"  # a true constant (True, 1, "x")
+NOT_NONE = "not-none"  # an argument that cannot be None (a computed value, see analysis)
+# An argument that is the caller's own parameter, unchanged; its ``params`` name it (even
+# when the parameter is known to be on the host).
+FORWARDED = "forwarded"
 
 
 @dataclass(frozen=True, slots=True)

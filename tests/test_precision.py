@@ -653,3 +653,136 @@ def test_bindings_of_a_branch_that_returns_do_not_reach_the_code_after_it() -> N
             return plan(lens_cpu - 1, False, device)
     """
     assert reported(source) == []
+
+
+# ---------------------------------------------------------- path conditions
+
+
+def test_a_none_fallback_is_not_reported_where_the_caller_passes_the_argument() -> None:
+    # causal_conv1d_fn(..., metadata=None): without metadata it reads lengths back itself.
+    source = """
+        import torch
+        from torch import nn
+
+        def conv(x, query_start_loc, metadata=None):
+            if metadata is not None:
+                seqlens = metadata.seqlens
+            else:
+                seqlens = query_start_loc.diff().to("cpu")
+            return x, seqlens
+
+        class Layer(nn.Module):
+            def forward(self, x, query_start_loc, attn_metadata):
+                m = attn_metadata
+                conv(x, query_start_loc, metadata=m)
+                return conv(x, query_start_loc)
+    """
+    assert reported(source) == [("SG103", 15)]
+
+
+def test_an_argument_that_may_be_none_keeps_the_fallback() -> None:
+    source = """
+        import torch
+        from torch import nn
+
+        def conv(x, query_start_loc, metadata=None):
+            if metadata is None:
+                return x, query_start_loc.tolist()
+            return x, metadata.seqlens
+
+        class Layer(nn.Module):
+            def forward(self, x, query_start_loc, plans, use_plan: bool):
+                plan = None
+                if use_plan:
+                    plan = plans[0]
+                conv(x, query_start_loc, metadata=plan)
+                conv(x, query_start_loc, metadata=plans.get("conv"))
+                return conv(x, query_start_loc, metadata=self.plan)
+    """
+    assert reported(source) == [("SG102", 14), ("SG102", 15), ("SG102", 16)]
+
+
+def test_a_none_check_that_returns_early_proves_the_value_is_set() -> None:
+    source = """
+        import torch
+        from torch import nn
+
+        def conv(x, query_start_loc, metadata=None):
+            if metadata is None:
+                return x, query_start_loc.tolist()
+            return x, metadata.seqlens
+
+        class Layer(nn.Module):
+            def forward(self, x, query_start_loc, metadata_by_layer):
+                metadata = metadata_by_layer.get("conv")
+                if metadata is None:
+                    return x
+                return conv(x, query_start_loc, metadata=metadata)
+    """
+    assert reported(source) == []
+
+
+def test_a_check_flag_that_defaults_to_false_and_is_never_passed() -> None:
+    # check_input_valid=False: the validation (with its reads) never runs per step.
+    source = """
+        import torch
+        from torch import nn
+
+        def validate(lens):
+            assert int(lens.max().item()) > 0
+
+        def attention(q, lens, check_input_valid: bool = False):
+            if check_input_valid:
+                validate(lens)
+            return q
+
+        def sparse_attention(q, lens, check_input_valid: bool = False):
+            return attention(q, lens, check_input_valid=check_input_valid)
+
+        class Layer(nn.Module):
+            def forward(self, q, lens):
+                attention(q, lens)
+                sparse_attention(q, lens)
+                return attention(q, lens, check_input_valid=True)
+    """
+    assert reported(source) == [("SG101", 19)]
+
+
+def test_a_submodule_forward_fallback_that_its_parent_never_takes() -> None:
+    # The encoder makes lengths itself only when none are given; its parent always gives them.
+    source = """
+        import torch
+        from torch import nn
+
+        class Encoder(nn.Module):
+            def forward(self, features, feature_lens=None):
+                if feature_lens is None:
+                    feature_lens = torch.tensor([features.shape[1]], device=features.device)
+                return features, feature_lens
+
+        class Model(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.encoder = Encoder()
+
+            def forward(self, features, lens):
+                return self.encoder(features, lens + 0)
+    """
+    assert reported(source) == []
+
+
+def test_recursion_through_a_condition_keeps_the_site() -> None:
+    # ping reaches its .tolist() both directly (n == 0) and after recursing (n > 0).
+    source = """
+        import torch
+
+        def ping(x, n):
+            if n:
+                return ping(x, n - 1)
+            return x.tolist()
+
+        @torch.compile
+        def root(x):
+            return ping(x, 3)
+    """
+    assert reported(source) == [("SG102", 10)]
