@@ -43,6 +43,7 @@ class Settings:
     hot_functions: tuple[str, ...] = DEFAULT_HOT_FUNCTIONS
     cold_functions: tuple[str, ...] = ()
     compiled_functions: tuple[str, ...] = ()
+    host_parameters: tuple[str, ...] = ()
     scope: str = "hot"
     source: Path | None = None  # the pyproject.toml these settings came from
 
@@ -96,6 +97,7 @@ _KEYS: dict[str, tuple[str, Callable[[str, Any, str], Any]]] = {
     "hot-functions": ("hot_functions", _string_list),
     "cold-functions": ("cold_functions", _string_list),
     "compiled-functions": ("compiled_functions", _string_list),
+    "host-parameters": ("host_parameters", _string_list),
     "scope": ("scope", _scope),
 }
 

@@ -217,7 +217,10 @@ def lint_files(
     cache = Cache(Path(cache_dir)) if cache_dir is not None else None
     rules = [rule_class() for rule_class in rule_classes.values()]
     hot_settings = HotSettings(
-        settings.hot_functions, settings.cold_functions, settings.compiled_functions
+        settings.hot_functions,
+        settings.cold_functions,
+        settings.compiled_functions,
+        settings.host_parameters,
     )
     run_scope = scope or settings.scope
     with _gc_paused():

@@ -101,11 +101,12 @@ class Finding:
 
 @dataclass(frozen=True, slots=True)
 class HotSettings:
-    """Config that decides what is hot."""
+    """Config the project phase uses: what is hot, and which parameters hold host data."""
 
     hot_functions: tuple[str, ...] = ()
     cold_functions: tuple[str, ...] = ()
     compiled_functions: tuple[str, ...] = ()
+    host_parameters: tuple[str, ...] = ()  # globs over parameter names (``*grid_thw``)
 
 
 @dataclass(slots=True)
@@ -163,6 +164,15 @@ class Project:
             for qualname, function in file.facts.functions.items()
         }
         self.ids = sorted(self.functions, key=lambda fid: (fid[0], self.functions[fid].line))
+        host_globs = _compiled_globs(self.settings.host_parameters)
+        self.declared_host: dict[FunctionId, frozenset[str]] = {}
+        if host_globs:
+            for fid, function in self.functions.items():
+                names = frozenset(
+                    name for name in function.params if any(m(name) for _, m in host_globs)
+                )
+                if names:
+                    self.declared_host[fid] = names
         self.targets: dict[tuple[FunctionId, int], FunctionId] = {}
         self.callers: dict[FunctionId, list[tuple[FunctionId, CallSite]]] = {}
         for fid in self.ids:
@@ -519,7 +529,7 @@ class Project:
                     continue
                 key = (fid, site.code, site.span)
                 step = Step(fid[0], site.span.line, self.qualified(fid))
-                for name in site.value.params:
+                for name in site.value.params - self.declared_host.get(fid, frozenset()):
                     entries = summary.setdefault(fid, {}).setdefault(name, {})
                     entries.setdefault(key, _Chain((step,), site, fid[0], site.requires))
                 if fid not in pending:
@@ -532,13 +542,15 @@ class Project:
                 changed = False
                 caller_params = self.functions[caller].params
                 # list(): a recursive call (caller == target) adds to the entries it reads.
-                for name, entries in list(summary[target].items()):
+                for name, entries in list(summary.get(target, {}).items()):
                     argument = self._argument(call, target, name)
                     if argument is None or argument.place is not Place.PARAM:
                         continue
                     step = Step(caller[0], call.span.line, self.qualified(caller))
                     for outer in argument.params:
-                        if outer not in caller_params:
+                        if outer not in caller_params or outer in self.declared_host.get(
+                            caller, ()
+                        ):
                             continue
                         mine = summary.setdefault(caller, {}).setdefault(outer, {})
                         for key, chain in list(entries.items()):
@@ -576,7 +588,9 @@ class Project:
             ]
             for fid in self.functions
         }
-        known: dict[FunctionId, set[str]] = {fid: set() for fid in self.functions}
+        known: dict[FunctionId, set[str]] = {
+            fid: set(self.declared_host.get(fid, ())) for fid in self.functions
+        }
         callees: dict[FunctionId, set[FunctionId]] = {}
         for fid, calls in callers.items():
             for caller, _ in calls:

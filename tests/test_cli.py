@@ -86,6 +86,7 @@ def test_config_file_settings(tree: Path) -> None:
         ('colour = "red"\n', "unknown key `colour`"),
         ('select = "SG1x"\n', "`select`"),
         ("hot-functions = 3\n", "`hot-functions`"),
+        ("host-parameters = [1]\n", "`host-parameters`"),
         ('scope = "everywhere"\n', "`scope`"),
         ("select = [\n", "invalid TOML"),
     ],

@@ -6,6 +6,7 @@ reported, and the real sync next to it (or the same code on device data) must be
 
 from __future__ import annotations
 
+from syncguard.config import Settings
 from syncguard.testing import lint_snippet, lint_tree
 
 
@@ -359,7 +360,7 @@ def test_code_under_a_host_device_guard_runs_on_host_data() -> None:
                 else:
                     n = lens.shape[0]
                 total = lens.sum().item() if lens.is_cpu else lens.numel()
-                return n, total, torch.equal(raw.positions, expected_cpu)
+                return n, total, torch.equal(raw.positions, lens)
     """
     assert reported(source) == [("SG107", 13)]
 
@@ -786,3 +787,29 @@ def test_recursion_through_a_condition_keeps_the_site() -> None:
             return ping(x, 3)
     """
     assert reported(source) == [("SG102", 10)]
+
+
+# ------------------------------------------------- host data by project convention
+
+
+def test_host_parameters_setting_names_data_the_framework_keeps_on_the_cpu() -> None:
+    # vLLM keeps multimodal grids on the CPU (keep_on_cpu=True): nothing in the tower says so.
+    source = """
+        import torch
+        from torch import nn
+
+        def window_index(grid_thw):
+            return [int(t) * int(h) for t, h, _ in grid_thw.tolist()]
+
+        class VisionTower(nn.Module):
+            def forward(self, pixels, grid_thw, lens):
+                sizes = grid_thw.prod(-1).tolist()
+                order = window_index(grid_thw)
+                return pixels, sizes, order, lens.tolist()
+    """
+    default = lint_snippet(source)
+    assert [(f.code, f.span.line) for f in default.findings] == [
+        ("SG102", 9), ("SG102", 10), ("SG102", 11)
+    ]  # fmt: skip
+    configured = lint_snippet(source, settings=Settings(host_parameters=("*grid_thw",)))
+    assert [(f.code, f.span.line) for f in configured.findings] == [("SG102", 11)]
