@@ -20,7 +20,9 @@ class TensorCompareSync(Rule):
     on the accelerator.
 
     ``torch.equal(x, x)`` with the very same name on both sides is not reported: it
-    short-circuits on identity without reading the data.
+    short-circuits on identity without reading the data. Nor is a comparison with a
+    host tensor: both operands must live on the same device, so the other one is on
+    the host too.
 
     Why it syncs: the answer is a Python ``bool``, so the comparison runs on the
     device and the host waits for it -- and for every kernel queued before it -- to
@@ -48,6 +50,7 @@ class Checker(nn.Module):
         same = torch.equal(x, x)                     # identity short-circuits
         close = torch.isclose(x, y).all()            # stays a tensor
         host = torch.allclose(out_cpu, ref_cpu)      # host data
+        host = host and torch.equal(x, ref_cpu)     # a host operand: both on the host
         torch._assert_async((x == y).all())
         return same, close, host
 """
@@ -97,6 +100,9 @@ class Checker(nn.Module):
             return
         if op == "equal" and len(operands) == 2 and _same_object(*operands):
             return
+        values = [ctx.value(operand) for operand in operands]
+        if len(operands) == 2 and any(value.on_host for value in values):
+            return  # both operands share a device: a host one puts the other there too
         subject = max(operands, key=lambda operand: ctx.value(operand).place)
         sides = [short(ctx, operand, 24) for operand in operands] + ["b"]
         keep = {
