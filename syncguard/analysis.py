@@ -327,18 +327,6 @@ _NEVER_NONE_EXPRESSIONS = (
 )  # fmt: skip
 
 
-def _may_be_none(node: ast.expr) -> bool:
-    """True for ``None``, ``x if c else None``, ``x or None``, ``d.get(k)`` and the like."""
-    if isinstance(node, ast.IfExp):
-        return _may_be_none(node.body) or _may_be_none(node.orelse)
-    if isinstance(node, ast.BoolOp):
-        return any(map(_may_be_none, node.values))
-    if isinstance(node, ast.Call):
-        func = node.func
-        return isinstance(func, ast.Attribute) and func.attr in ("get", "pop")
-    return literal_state(node) == "none"
-
-
 def _not_none_when(test: ast.expr, truth: bool) -> set[str]:
     """Names ``test`` being ``truth`` proves are not None (``x is not None``, ``x``)."""
     if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
@@ -1393,11 +1381,11 @@ class FileAnalyzer:
                 self.scope.narrowed = {k: v for k, v in self.scope.narrowed.items() if k != key}
         if isinstance(target, ast.Name):
             env[target.id] = _as_named(target.id, value)
-            self.scope.rebound.add(target.id)
-            if source is None or _may_be_none(source):
+            if source is None or not self._never_none(source):
                 self.scope.maybe_none.add(target.id)
             else:
                 self.scope.maybe_none.discard(target.id)
+            self.scope.rebound.add(target.id)
             if source is None:
                 self.scope.assigned.pop(target.id, None)
             else:
@@ -1621,12 +1609,18 @@ class FileAnalyzer:
         return value
 
     def _never_none(self, node: ast.expr) -> bool:
-        """True for an argument that cannot be None: a local never set to None, a
-        computed value (``f(x)``, ``x[i]``, ``a + b``, a literal); not a parameter, an
-        attribute (``self.cache`` may be None until filled) or ``d.get(k)``."""
+        """True for a value that cannot be None: a constant other than None, a local
+        only ever set to such values, a computed value (``f(x)``, ``x[i]``, ``a + b``);
+        not a parameter, an attribute (``self.cache`` may be None until filled),
+        ``d.get(k)`` or ``x if c else None``."""
         if isinstance(node, ast.Name):
             scope = self.scope
-            return node.id in scope.rebound and node.id not in scope.maybe_none
+            known = node.id in scope.rebound or node.id in scope.facts.params
+            return known and node.id not in scope.maybe_none
+        if isinstance(node, ast.Constant):
+            return node.value is not None
+        if isinstance(node, ast.IfExp):
+            return self._never_none(node.body) and self._never_none(node.orelse)
         if isinstance(node, ast.Call):
             func = node.func
             return not (isinstance(func, ast.Attribute) and func.attr in ("get", "pop"))
@@ -1764,6 +1758,7 @@ class FileAnalyzer:
             self.scope.maybe_none = set(outer.maybe_none)
         self.scope.default_device = outer.default_device
         self.scope.module_params = frozenset(module_params)
+        self.scope.maybe_none |= set(facts.params)  # a caller may pass None for any of them
         self.scope.host_code = (
             outer.host_code
             or self.module_scope.host_code

@@ -53,7 +53,10 @@ _HOT_DECORATORS = {
     "torch.jit.script": "torch.jit.script",
     "syncguard.hot": "@syncguard.hot",
 }
-_COLD_DECORATORS = frozenset({"syncguard.cold"})
+# Memoised functions run once per argument set (a device, a size), not once per step.
+_COLD_DECORATORS = frozenset(
+    {"syncguard.cold", "functools.cache", "functools.lru_cache", "functools.cached_property"}
+)
 _COMPILED_DECORATORS = frozenset({"torch.compile"})
 
 
@@ -497,19 +500,23 @@ class Project:
 
     def _never_taken(self, fid: FunctionId, requires: tuple[Requirement, ...]) -> bool:
         """True when every caller in the tree (cold ones and recursion aside; at least one)
-        contradicts ``requires``: code under ``if metadata is None:`` when all pass one."""
+        contradicts ``requires``: code under ``if metadata is None:`` when all pass one
+        (or pass on their own parameter, which their callers never leave None)."""
         if not requires:
             return False
         key = (fid, requires)
         found = self._excluded_memo.get(key)
         if found is None:
+            self._excluded_memo[key] = False  # while deciding: a cycle proves nothing
             callers = [
-                call
+                (caller, call)
                 for caller, call in self.callers.get(fid, ())
                 if caller != fid and not self._is_cold(caller)
             ]
             found = bool(callers) and all(
-                self._call_excludes(call, fid, requires) for call in callers
+                self._call_excludes(call, fid, requires)
+                or self._never_taken(caller, self._forwarded(call, fid, requires))
+                for caller, call in callers
             )
             self._excluded_memo[key] = found
         return found

@@ -226,10 +226,9 @@ def test_cross_module_calls_import_forms_and_decorated_helpers() -> None:
             "eng/__init__.py": "",
             "eng/ops/__init__.py": "",
             "eng/ops/idx.py": """
-                import functools
                 import torch
 
-                @functools.lru_cache
+                @torch.no_grad()
                 def cached(n):
                     return torch.arange(n, device="cuda").tolist()
 
@@ -252,10 +251,35 @@ def test_cross_module_calls_import_forms_and_decorated_helpers() -> None:
         }
     )
     assert [(f.path, f.span.line) for f in result.findings] == [
-        ("eng/ops/idx.py", 6),
-        ("eng/ops/idx.py", 9),
-        ("eng/ops/idx.py", 12),
+        ("eng/ops/idx.py", 5),
+        ("eng/ops/idx.py", 8),
+        ("eng/ops/idx.py", 11),
     ]
+
+
+def test_memoised_helpers_run_once_per_argument_set() -> None:
+    # lru_cache(device): the window is built and copied once per device, not per step.
+    result = lint_snippet(
+        """
+        import functools
+        from functools import lru_cache
+        import torch
+        from torch import nn
+
+        @lru_cache(maxsize=4)
+        def hann_window(n, device):
+            return torch.hann_window(n).to(device)
+
+        @functools.cache
+        def offsets(n):
+            return torch.arange(n, device="cuda").tolist()
+
+        class Frontend(nn.Module):
+            def forward(self, x):
+                return x * hann_window(400, x.device), offsets(3), x.tolist()
+        """
+    )
+    assert [(f.code, f.span.line) for f in result.findings] == [("SG102", 16)]
 
 
 def test_init_and_cold_markers_stop_propagation() -> None:
