@@ -37,6 +37,7 @@ from syncguard.values import (
     INDEX,
     NONE,
     NOT_NONE,
+    OPAQUE,
     PAGEABLE,
     PINNED,
     PYSEQ,
@@ -430,7 +431,7 @@ def _merge(a: Value, b: Value) -> Value:
     # A bare host value on one side is typically ``None`` (``self.stage = None``, then
     # ``self.stage = torch.empty(..., pin_memory=True)`` on a branch): where the data is
     # used, it is the other side's kind.
-    tags = a.tags | b.tags if HOST in (a, b) else a.tags & b.tags
+    tags = a.tags | b.tags if HOST in (a, b) else a.tags & b.tags | (a.tags | b.tags) & {OPAQUE}
     return merged.with_tags(*tags) if tags else merged
 
 
@@ -942,6 +943,8 @@ class FileAnalyzer:
         if name in _BOOL_METHODS or name in ("isin", "isclose"):
             return result.with_tags(BOOL)
         if result.on_host and name[:1].islower() and name not in ("device", "finfo", "iinfo"):
+            if any(OPAQUE in operand.tags for operand in operands):
+                return result.with_tags(TENSOR)  # maybe a view of what the list holds
             return result.with_tags(PAGEABLE)  # a new host tensor in ordinary memory
         return result
 
@@ -1298,6 +1301,8 @@ class FileAnalyzer:
                     operands.append(source.func.value)
             elif isinstance(source, ast.Subscript):
                 operands.append(source.value)
+            elif isinstance(source, ast.Attribute):
+                operands.append(source)  # context = self._context; if context is not None: ...
         tested: set[str] = set()
         for operand in operands:
             while isinstance(operand, (ast.Name, ast.Attribute, ast.Subscript)):
@@ -1467,6 +1472,10 @@ class FileAnalyzer:
         added = self.value(call.args[-1])
         if added.place is Place.DEVICE or TENSOR in added.tags:  # not numbers of unknown origin
             self.scope.env[name] = join(current, added).with_tags(PYSEQ)
+        elif not added.on_host and not added.tags & {SCALAR, PYSEQ}:
+            # Something of unknown kind: the list stays host data, but what ``torch.cat``
+            # makes of it is not known to be a fresh host tensor.
+            self.scope.env[name] = current.with_tags(OPAQUE)
 
     def _register_state(self, call: ast.Call) -> None:
         """``self.register_buffer("idx", t)``: ``self.idx`` is module state, which moves

@@ -815,3 +815,42 @@ def test_host_parameters_setting_names_data_the_framework_keeps_on_the_cpu() -> 
     ]  # fmt: skip
     configured = lint_snippet(source, settings=Settings(host_parameters=("*grid_thw",)))
     assert [(f.code, f.span.line) for f in configured.findings] == [("SG102", 11)]
+
+
+def test_a_list_of_values_of_unknown_kind_is_not_known_pageable() -> None:
+    # cos parts come from a cached rope helper (device buffers): cat + non_blocking is free.
+    source = """
+        import torch
+        from torch import nn
+
+        class Vision(nn.Module):
+            def forward(self, grid_thw, device):
+                cos = []
+                for t, h, w in grid_thw:
+                    cos.append(self.rope_by_thw(int(t), int(h), int(w)))
+                staged = torch.cat([torch.arange(4), torch.arange(5)])
+                return (
+                    torch.cat(cos).to(device=device, non_blocking=True),
+                    staged.to(device=device, non_blocking=True),
+                )
+    """
+    assert reported(source) == [("SG303", 12)]
+
+
+def test_a_local_copy_of_a_cached_attribute_returns_early_once_filled() -> None:
+    source = """
+        import torch
+
+        class ContextMetadataBuilder:
+            def _context(self):
+                context = self.context
+                if context is not None:
+                    return context
+                context = torch.tensor([1, 2], device="cuda")
+                self.context = context
+                return context
+
+            def build(self, x):
+                return self._context(), x.tolist()
+    """
+    assert reported(source) == [("SG102", 13)]
