@@ -458,6 +458,7 @@ class _Scope:
     # What the enclosing ``if``s say about parameters here (``if metadata is None:``).
     requires: tuple[Requirement, ...] = ()
     rebound: set[str] = field(default_factory=set)  # local names assigned so far
+    kwargs_name: str | None = None  # the ``**kwargs`` parameter
     maybe_none: set[str] = field(default_factory=set)  # ... of which some to None
 
 
@@ -1350,9 +1351,12 @@ class FileAnalyzer:
     def _persistent(self, node: ast.expr) -> bool:
         """True for state that outlives a call: a module-level name, or an attribute or item
         of ``self``, of a module-level name or of a parameter that is a module (``layer``,
-        ``x: nn.Module``) -- not of other parameters, such as per-step metadata objects."""
+        ``x: nn.Module``) -- not of other parameters, such as per-step metadata objects, nor
+        of an attribute named metadata (``self.forward_metadata.cache``)."""
         root = node
         while isinstance(root, (ast.Attribute, ast.Subscript)):
+            if isinstance(root, ast.Attribute) and root.attr.endswith("metadata"):
+                return False  # self.forward_metadata(.cache): replaced with every step
             root = root.value
         if not isinstance(root, ast.Name):
             return False
@@ -1595,8 +1599,24 @@ class FileAnalyzer:
                 in_loop=self.in_loop,
                 requires=self.scope.requires,
                 spread=any(isinstance(arg, ast.Starred) for arg in node.args)
-                or any(keyword.arg is None for keyword in node.keywords),
+                or any(
+                    keyword.arg is None and not self._own_kwargs(keyword.value)
+                    for keyword in node.keywords
+                ),
+                forwards_kwargs=any(
+                    keyword.arg is None and self._own_kwargs(keyword.value)
+                    for keyword in node.keywords
+                ),
             )
+        )
+
+    def _own_kwargs(self, node: ast.expr) -> bool:
+        """True for this function's ``**kwargs`` parameter, unchanged."""
+        scope = self.scope
+        return (
+            isinstance(node, ast.Name)
+            and node.id == scope.kwargs_name
+            and node.id not in scope.rebound
         )
 
     def _argument_value(self, node: ast.expr) -> Value:
@@ -1767,6 +1787,7 @@ class FileAnalyzer:
             self.scope.maybe_none = set(outer.maybe_none)
         self.scope.default_device = outer.default_device
         self.scope.module_params = frozenset(module_params)
+        self.scope.kwargs_name = arguments.kwarg.arg if arguments.kwarg else None
         self.scope.maybe_none |= set(facts.params)  # a caller may pass None for any of them
         self.scope.host_code = (
             outer.host_code

@@ -111,6 +111,7 @@ _KNOWN_FIELDS: dict[type, tuple[str, ...]] = {
     ClassFacts: ("qualname", "line", "bases", "attribute_types"),
     CallSite: (
         "callee", "span", "statement", "args", "kwargs", "in_loop", "requires", "spread",
+        "forwards_kwargs",
     ),
     Site: (
         "code", "span", "statement", "message", "suggestion", "value", "in_loop", "fix",
@@ -174,7 +175,7 @@ def _plain(outcome: FileFacts | FileError) -> tuple[Any, ...]:
             (call.callee, _span(call.span), call.statement,
              index(arguments, tuple(index(values, arg) for arg in call.args)),
              index(keywords, tuple((name, index(values, arg)) for name, arg in call.kwargs)),
-             call.in_loop, call.requires, call.spread)
+             call.in_loop, call.requires, call.spread, call.forwards_kwargs)
             for call in function.calls
         )  # fmt: skip
         functions.append(
@@ -238,8 +239,9 @@ def decode_facts(encoded: Payload, keep_call: CallFilter | None = None) -> FileF
             ],
             [
                 CallSite(callee, Span(*span), statement, arguments[args], keywords[kwargs],
-                         in_loop, requires, spread)
-                for callee, span, statement, args, kwargs, in_loop, requires, spread in calls
+                         in_loop, requires, spread, forwards)
+                for callee, span, statement, args, kwargs, in_loop, requires, spread, forwards
+                in calls
                 if keep_call is None or keep_call(callee)
             ],
             literal_defaults,

@@ -77,7 +77,10 @@ class CallSite:
     kwargs: tuple[tuple[str, Value], ...]
     in_loop: bool
     requires: tuple[Requirement, ...] = ()  # the enclosing ``if``s on parameters
-    spread: bool = False  # passes ``*args`` or ``**kwargs``: any parameter may be given
+    spread: bool = False  # passes ``*args`` or ``**options``: any parameter may be given
+    # Passes on the caller's own ``**kwargs``: a parameter not given here is given exactly
+    # when the caller's callers give it.
+    forwards_kwargs: bool = False
 
 
 @dataclass(slots=True)

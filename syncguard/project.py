@@ -156,6 +156,8 @@ class Project:
         self._cold_memo: dict[FunctionId, bool] = {}
         self._dotted_memo: dict[tuple[str, str], tuple[str, str] | None] = {}
         self._excluded_memo: dict[tuple[FunctionId, tuple[Requirement, ...]], bool] = {}
+        self._maybe_hot: set[FunctionId] = set()  # set by hot_paths()
+        self._roots: set[FunctionId] = set()
         self.by_path = {file.path: file for file in self.files}
         self.non_blocking = frozenset(rule.code for rule in self.rules if not rule.blocks_host)
         self.modules: dict[str, list[SourceFile]] = {}
@@ -416,6 +418,10 @@ class Project:
                     d in _COMPILED_DECORATORS for d in function.decorators
                 ):
                     compiled_roots.append(fid)
+        # What any hot root reaches, branches aside: callers outside it never run per step,
+        # so what they pass cannot make a branch of a hot function run (_never_taken).
+        self._maybe_hot = self._reachable(hot)
+        self._roots = set(hot)
         queue = deque(fid for fid in self.ids if fid in hot)
         while queue:
             fid = queue.popleft()
@@ -466,11 +472,17 @@ class Project:
         """What ``call`` passes for parameter ``name`` of ``target``: ``"none"``,
         ``"false"``, ``"true"`` (constants or defaults), ``"given"`` (a value that cannot be
         None), or None when unknown (``*args``, the caller's parameter, ``self.x``)."""
-        argument = self._argument(call, target, name)
-        if argument is None:
-            if call.spread:
-                return None
-            return dict(self.functions[target].literal_defaults).get(name)
+        if name.startswith("**"):  # a keyword the caller's callers give through **kwargs
+            keyword, _, default = name[2:].partition("=")
+            argument = dict(call.kwargs).get(keyword)
+            if argument is None:
+                return None if call.spread or call.forwards_kwargs else default or None
+        else:
+            argument = self._argument(call, target, name)
+            if argument is None:
+                if call.spread or call.forwards_kwargs:
+                    return None
+                return dict(self.functions[target].literal_defaults).get(name)
         for tag, state in _ARGUMENT_STATES:
             if tag in argument.tags:
                 return state
@@ -490,28 +502,44 @@ class Project:
         self, call: CallSite, target: FunctionId, requires: tuple[Requirement, ...]
     ) -> tuple[Requirement, ...]:
         """``requires`` on the caller's parameters that ``call`` passes on unchanged:
-        ``f(x, check=check)`` with ``f`` needing ``check`` true needs the caller's too."""
+        ``f(x, check=check)`` with ``f`` needing ``check`` true needs the caller's too;
+        through ``f(x, **kwargs)`` it needs the caller's callers to give ``check=``
+        (written ``("**check=false", "true")``: the keyword, then ``f``'s default)."""
         found: list[Requirement] = []
+        through_kwargs = call.forwards_kwargs and not call.spread
         for name, state in requires:
+            if name.startswith("**"):
+                keyword = name[2:].partition("=")[0]
+                if through_kwargs and keyword not in dict(call.kwargs):
+                    found.append((name, state))
+                continue
             argument = self._argument(call, target, name)
-            if argument is not None and FORWARDED in argument.tags:
+            if argument is None and through_kwargs:
+                default = dict(self.functions[target].literal_defaults).get(name, "")
+                found.append((f"**{name}={default}", state))
+            elif argument is not None and FORWARDED in argument.tags:
                 found.extend((outer, state) for outer in argument.params)
         return tuple(found)
 
     def _never_taken(self, fid: FunctionId, requires: tuple[Requirement, ...]) -> bool:
-        """True when every caller in the tree (cold ones and recursion aside; at least one)
-        contradicts ``requires``: code under ``if metadata is None:`` when all pass one
-        (or pass on their own parameter, which their callers never leave None)."""
+        """True when every caller that may run per step (any caller in the tree for a hot
+        root; recursion aside; at least one) contradicts ``requires``: code under ``if
+        metadata is None:`` when all pass one (or pass on their own parameter, which their
+        callers never leave None)."""
         if not requires:
             return False
         key = (fid, requires)
         found = self._excluded_memo.get(key)
         if found is None:
             self._excluded_memo[key] = False  # while deciding: a cycle proves nothing
+            # A root (a forward) is also called from outside: every caller in the tree tells.
             callers = [
                 (caller, call)
                 for caller, call in self.callers.get(fid, ())
-                if caller != fid and not self._is_cold(caller)
+                if caller != fid
+                and (
+                    caller in self._maybe_hot or (fid in self._roots and not self._is_cold(caller))
+                )
             ]
             found = bool(callers) and all(
                 self._call_excludes(call, fid, requires)
@@ -685,7 +713,11 @@ class Project:
                     ):
                         continue  # reported where the caller's caller passes device data
                     for chain in entries.values():
-                        if not self._call_excludes(call, target, chain.requires):
+                        if not self._call_excludes(
+                            call, target, chain.requires
+                        ) and not self._never_taken(
+                            fid, self._forwarded(call, target, chain.requires)
+                        ):
                             by_code.setdefault(chain.site.code, []).append((name, chain))
                 for group in by_code.values():
                     group.sort(key=lambda item: (item[1].site_path, item[1].site.span.line))

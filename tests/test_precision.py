@@ -854,3 +854,79 @@ def test_a_local_copy_of_a_cached_attribute_returns_early_once_filled() -> None:
                 return self._context(), x.tolist()
     """
     assert reported(source) == [("SG102", 13)]
+
+
+def test_a_cache_on_the_step_metadata_is_filled_every_step() -> None:
+    # forward_metadata is replaced each step: the first layer builds the cache, every step.
+    source = """
+        import torch
+
+        class SparseBackend:
+            def forward_prefill(self, q, seq_lens):
+                cache = self.forward_metadata.prefill_cache
+                if cache is None:
+                    cache = seq_lens.tolist()
+                    self.forward_metadata.prefill_cache = cache
+                return q, cache
+
+            def init_forward_metadata(self, batch):  # syncguard: hot
+                return self.forward_prefill(batch.q, batch.seq_lens)
+    """
+    assert reported(source) == [("SG102", 12)]
+
+
+def test_a_check_flag_passed_on_through_kwargs_that_no_caller_sets() -> None:
+    source = """
+        import torch
+        from torch import nn
+
+        def validate(lens):
+            assert int(lens.max().item()) > 0
+
+        def _attention(q, lens, check_input_valid: bool = False):
+            if check_input_valid:
+                validate(lens)
+            return q
+
+        def attention(q, lens, **kwargs):
+            return _attention(q, lens, **kwargs)
+
+        def checked_attention(q, lens, flag):
+            options = {"check_input_valid": flag}
+            return _attention(q, lens, **options)
+
+        class Layer(nn.Module):
+            def forward(self, q, lens, flag):
+                attention(q, lens, scale=1.0)
+                attention(q, lens, check_input_valid=True)
+                return checked_attention(q, lens, flag)
+    """
+    assert reported(source) == [("SG101", 22), ("SG101", 23)]
+
+
+def test_a_caller_that_never_runs_per_step_does_not_keep_a_branch_alive() -> None:
+    # An FFI callback passes *args to the wrapper; only the hot caller runs per step.
+    source = """
+        import torch
+        from torch import nn
+
+        def _attention(q, lens, check_input_valid: bool = False):
+            if check_input_valid:
+                assert int(lens.max().item()) > 0
+            return q
+
+        def attention(q, **kwargs):
+            lens = torch.ones(3, device="cuda")
+            return _attention(q, lens, **kwargs)
+
+        def _ffi_callback(*args):
+            return attention(*args)
+
+        class Layer(nn.Module):
+            def forward(self, q):
+                return attention(q)
+    """
+    assert reported(source) == []
+    # The same callback, hot itself, may pass anything.
+    hot_callback = source.replace("def _ffi_callback", "@torch.compile\n        def _ffi_callback")
+    assert reported(hot_callback) == [("SG101", 11)]
