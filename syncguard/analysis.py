@@ -313,7 +313,11 @@ def _device_check(test: ast.expr) -> tuple[ast.expr | None, bool]:
 
 
 def literal_state(node: ast.expr | None) -> str | None:
-    """``"none"``, ``"false"`` or ``"true"`` for a constant, else None."""
+    """``"none"``, ``"false"`` or ``"true"`` for a constant, ``"num:-1"`` for a number
+    (``-1`` included); else None."""
+    number = _number(node)
+    if number is not None:
+        return f"num:{number!r}"
     if not isinstance(node, ast.Constant):
         return None
     if node.value is None:
@@ -321,7 +325,24 @@ def literal_state(node: ast.expr | None) -> str | None:
     return "true" if node.value else "false"
 
 
-_LITERAL_TAGS = {"none": NONE, "false": FALSY, "true": TRUTHY}
+def _number(node: ast.expr | None) -> int | float | None:
+    """The value of a numeric constant such as ``3``, ``-1`` or ``0.5`` (not a bool)."""
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+        number = _number(node.operand)
+        return -number if number is not None else None
+    if isinstance(node, ast.Constant) and type(node.value) in (int, float):
+        return node.value  # type: ignore[return-value]
+    return None
+
+
+def _literal_tag(state: str) -> str:
+    """The tag of an argument whose :func:`literal_state` is ``state``."""
+    return {"none": NONE, "false": FALSY, "true": TRUTHY}.get(state, state)
+
+
+# Comparison operators, and the one that holds when the comparison fails.
+_COMPARISONS = {ast.Gt: (">", "<="), ast.GtE: (">=", "<"), ast.Lt: ("<", ">="),
+                ast.LtE: ("<=", ">"), ast.Eq: ("==", "!="), ast.NotEq: ("!=", "==")}  # fmt: skip
 _NEVER_NONE_EXPRESSIONS = (
     ast.BinOp, ast.Subscript, ast.Compare, ast.List, ast.Tuple, ast.Dict, ast.Set,
     ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp, ast.JoinedStr, ast.Lambda,
@@ -1244,6 +1265,17 @@ class FileAnalyzer:
         ):
             name = test.left.id
             state = "none" if truth is isinstance(test.ops[0], ast.Is) else "not-none"
+        elif (
+            isinstance(test, ast.Compare)
+            and len(test.ops) == 1
+            and type(test.ops[0]) in _COMPARISONS
+            and isinstance(test.left, ast.Name)
+            and _number(test.comparators[0]) is not None
+        ):
+            # ``if kv_block_num > 0:``, recorded as ``("kv_block_num", "cmp:>:0")``.
+            name = test.left.id
+            holds, fails = _COMPARISONS[type(test.ops[0])]
+            state = f"cmp:{holds if truth else fails}:{_number(test.comparators[0])!r}"
         scope = self.scope
         if state is None or name not in scope.facts.params or name in scope.rebound:
             return ()
@@ -1625,7 +1657,7 @@ class FileAnalyzer:
         value = HOST if self.scope.host_code else self.value(node)
         state = literal_state(node)
         if state is not None:
-            return value.with_tags(_LITERAL_TAGS[state])
+            return value.with_tags(_literal_tag(state))
         if self._never_none(node):
             return value.with_tags(NOT_NONE)
         scope = self.scope

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import fnmatch
 import functools
+import operator
 import re
 from collections import deque
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
@@ -135,6 +136,10 @@ _CONTRADICTS = {
     "true": frozenset({"none", "false"}),
     "false": frozenset({"true"}),
 }
+_COMPARE: dict[str, Callable[[float, float], bool]] = {
+    ">": operator.gt, ">=": operator.ge, "<": operator.lt, "<=": operator.le,
+    "==": operator.eq, "!=": operator.ne,
+}  # fmt: skip
 _ARGUMENT_STATES = ((NONE, "none"), (FALSY, "false"), (TRUTHY, "true"), (NOT_NONE, "given"))
 
 
@@ -486,7 +491,7 @@ class Project:
         for tag, state in _ARGUMENT_STATES:
             if tag in argument.tags:
                 return state
-        return None
+        return next((tag for tag in argument.tags if tag.startswith("num:")), None)
 
     def _call_excludes(
         self, call: CallSite, target: FunctionId, requires: tuple[Requirement, ...]
@@ -494,7 +499,7 @@ class Project:
         """True when ``call`` passes ``target`` arguments that contradict ``requires``:
         ``None`` where the code needs ``p is not None``, a default ``False`` for ``if p:``."""
         return any(
-            self._argument_state(call, target, name) in _CONTRADICTS[state]
+            _contradicts(state, self._argument_state(call, target, name))
             for name, state in requires
         )
 
@@ -845,6 +850,20 @@ class _View:
 
     def qualified(self, path: str, function: str) -> str:
         return self.project.qualified((path, function))
+
+
+def _contradicts(required: str, passed: str | None) -> bool:
+    """True when an argument in state ``passed`` (see ``Project._argument_state``) cannot
+    satisfy the requirement ``required``: ``"none"``, ``"true"``, ``"cmp:>:0"``..."""
+    if passed is None:
+        return False
+    if passed.startswith("num:"):
+        number = float(passed[4:])
+        if required.startswith("cmp:"):
+            _, comparison, bound = required.split(":", 2)
+            return not _COMPARE[comparison](number, float(bound))
+        return {"none": True, "true": number == 0, "false": number != 0}.get(required, False)
+    return passed in _CONTRADICTS.get(required, ())
 
 
 def _matches(name: str, patterns: tuple[str, ...]) -> str | None:

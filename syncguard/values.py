@@ -36,8 +36,8 @@ EVENT = "event"  # an accelerator event object (torch.cuda.Event, Stream.record_
 OPAQUE = "opaque"  # a host list that was also given values of unknown kind (``xs.append(f())``)
 # Literal constants, so that a call's arguments say which branches of the callee they take.
 NONE = "none"  # the constant None
-FALSY = "falsy"  # a false constant other than None (False, 0, "")
-TRUTHY = "truthy"  # a true constant (True, 1, "x")
+FALSY = "falsy"  # a false constant other than None (False, "")
+TRUTHY = "truthy"  # a true constant (True, "x"); a number is tagged ``num:<value>``
 NOT_NONE = "not-none"  # an argument that cannot be None (a computed value, see analysis)
 # An argument that is the caller's own parameter, unchanged; its ``params`` name it (even
 # when the parameter is known to be on the host).

@@ -930,3 +930,24 @@ def test_a_caller_that_never_runs_per_step_does_not_keep_a_branch_alive() -> Non
     # The same callback, hot itself, may pass anything.
     hot_callback = source.replace("def _ffi_callback", "@torch.compile\n        def _ffi_callback")
     assert reported(hot_callback) == [("SG101", 11)]
+
+
+def test_a_branch_on_a_numeric_parameter_that_its_default_fails() -> None:
+    # kv_block_num=-1 unless a paged caller gives one: the sparse plan runs only then.
+    source = """
+        import torch
+
+        def plan(lens, kv_block_num: int = -1, page_size: int = 0):
+            if kv_block_num > 0:
+                return lens.max().item()
+            if page_size <= 0:
+                return 0
+            return lens.sum().item()
+
+        class IndexerMetadataBuilder:
+            def build(self, lens):
+                plan(lens)
+                plan(lens, page_size=16)
+                return plan(lens, kv_block_num=8)
+    """
+    assert reported(source) == [("SG101", 13), ("SG101", 14)]
