@@ -58,6 +58,10 @@ _HOT_DECORATORS = {
 _COLD_DECORATORS = frozenset(
     {"syncguard.cold", "functools.cache", "functools.lru_cache", "functools.cached_property"}
 )
+# Words that name timing or profiling code (``timed_encoder_operation``, ``profile_run``).
+_MEASURING_WORDS = frozenset(
+    {"timed", "timer", "timing", "timings", "profile", "profiler", "profiling", "benchmark"}
+)
 _COMPILED_DECORATORS = frozenset({"torch.compile"})
 
 
@@ -174,15 +178,7 @@ class Project:
             for qualname, function in file.facts.functions.items()
         }
         self.ids = sorted(self.functions, key=lambda fid: (fid[0], self.functions[fid].line))
-        host_globs = _compiled_globs(self.settings.host_parameters)
-        self.declared_host: dict[FunctionId, frozenset[str]] = {}
-        if host_globs:
-            for fid, function in self.functions.items():
-                names = frozenset(
-                    name for name in function.params if any(m(name) for _, m in host_globs)
-                )
-                if names:
-                    self.declared_host[fid] = names
+        self.declared_host = self._declared_host()
         self.targets: dict[tuple[FunctionId, int], FunctionId] = {}
         self.callers: dict[FunctionId, list[tuple[FunctionId, CallSite]]] = {}
         for fid in self.ids:
@@ -191,6 +187,31 @@ class Project:
                 if target is not None:
                     self.targets[(fid, index)] = target
                     self.callers.setdefault(target, []).append((fid, call))
+
+    def _declared_host(self) -> dict[FunctionId, frozenset[str]]:
+        """Parameters the ``host-parameters`` setting names: ``PARAM_GLOB`` anywhere, or
+        ``FUNCTION_GLOB:PARAM_GLOB`` in the functions whose qualified name matches."""
+        patterns = [
+            pattern.rpartition(":")[::2] if ":" in pattern else ("*", pattern)
+            for pattern in self.settings.host_parameters
+        ]
+        compiled = [
+            (
+                None if where == "*" else _compiled_globs((where,))[0][1],
+                _compiled_globs((name,))[0][1],
+            )
+            for where, name in patterns
+        ]
+        declared: dict[FunctionId, frozenset[str]] = {}
+        if not compiled:
+            return declared
+        for fid, function in self.functions.items():
+            qualified = self.qualified(fid)
+            scoped = [name for where, name in compiled if where is None or where(qualified)]
+            names = frozenset(p for p in function.params if any(m(p) for m in scoped))
+            if names:
+                declared[fid] = names
+        return declared
 
     # ------------------------------------------------------------ resolution
 
@@ -361,8 +382,11 @@ class Project:
 
     def _compute_cold(self, fid: FunctionId) -> bool:
         function = self.functions[fid]
-        if function.qualname.rpartition(".")[2] == "__init__" or function.marker == "cold":
+        name = function.qualname.rpartition(".")[2]
+        if name == "__init__" or function.marker == "cold":
             return True
+        if _MEASURING_WORDS & set(name.lower().split("_")):
+            return True  # timing / profiling code: its syncs are the measurement
         if any(decorator in _COLD_DECORATORS for decorator in function.decorators):
             return True
         return _matches(self.qualified(fid), self.settings.cold_functions) is not None

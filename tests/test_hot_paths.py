@@ -475,3 +475,29 @@ def test_syncs_inside_keyword_arguments_are_reported() -> None:
         ("SG101", 8, 22),
         ("SG102", 8, 43),
     ]
+
+
+def test_timing_and_profiling_code_is_cold() -> None:
+    # A timing context synchronizes to measure; a profile run happens once at start-up.
+    result = lint_snippet(
+        """
+        import contextlib
+        import torch
+
+        class GPUModelRunner:
+            @contextlib.contextmanager
+            def timed_encoder_operation(self):
+                torch.cuda.synchronize()
+                yield
+                torch.cuda.synchronize()
+
+            def profile_run(self, x):
+                return x.sum().item()
+
+            def execute_model(self, x):
+                with self.timed_encoder_operation():
+                    self.profile_run(x)
+                return x.tolist()
+        """
+    )
+    assert [(f.code, f.span.line) for f in result.findings] == [("SG102", 17)]

@@ -815,6 +815,10 @@ def test_host_parameters_setting_names_data_the_framework_keeps_on_the_cpu() -> 
     ]  # fmt: skip
     configured = lint_snippet(source, settings=Settings(host_parameters=("*grid_thw",)))
     assert [(f.code, f.span.line) for f in configured.findings] == [("SG102", 11)]
+    # FUNCTION_GLOB:PARAM_GLOB names them only where one model keeps them on the CPU.
+    for where, expected in (("example.VisionTower.*", [11]), ("example.Other*", [9, 10, 11])):
+        scoped = lint_snippet(source, settings=Settings(host_parameters=(f"{where}:grid_thw",)))
+        assert [f.span.line for f in scoped.findings] == expected
 
 
 def test_a_list_of_values_of_unknown_kind_is_not_known_pageable() -> None:
