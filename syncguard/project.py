@@ -474,27 +474,34 @@ class Project:
 
     # -------------------------------------------------------------- findings
 
-    def host_parameters(self) -> dict[FunctionId, frozenset[str]]:
+    def host_parameters(
+        self, wanted: Iterable[FunctionId] | None = None
+    ) -> dict[FunctionId, frozenset[str]]:
         """Parameters that every caller in the tree (cold ones and the function itself
         aside) passes host data for: host values, or parameters of its own that are such.
         A root such as a submodule's ``forward`` then sees host data there
-        (``self.encoder(x, lens_cpu)``), where without callers they may hold anything."""
+        (``self.encoder(x, lens_cpu)``), where without callers they may hold anything.
+
+        With ``wanted``, only the functions that are asked for and their callers,
+        transitively, are looked at (what a function learns depends on its callers
+        alone): the same answer for those, at a fraction of the cost."""
+        scope = self.functions if wanted is None else self._upstream(wanted)
         callers = {
             fid: [
                 (caller, call)
                 for caller, call in self.callers.get(fid, ())
                 if caller != fid and not self._is_cold(caller)
             ]
-            for fid in self.functions
+            for fid in scope
         }
-        known: dict[FunctionId, set[str]] = {fid: set() for fid in self.functions}
+        known: dict[FunctionId, set[str]] = {fid: set() for fid in scope}
         callees: dict[FunctionId, set[FunctionId]] = {}
         for fid, calls in callers.items():
             for caller, _ in calls:
                 callees.setdefault(caller, set()).add(fid)
         # A least fixpoint (only what some chain of callers proves), as a worklist: a
         # function is looked at again only when one of its callers learned something.
-        pending = deque(fid for fid in self.ids if callers[fid])
+        pending = deque(fid for fid in self.ids if callers.get(fid))
         queued = set(pending)
         while pending:
             fid = pending.popleft()
@@ -523,10 +530,38 @@ class Project:
                         queued.add(callee)
         return {fid: frozenset(names) for fid, names in known.items() if names}
 
+    def _upstream(self, wanted: Iterable[FunctionId]) -> set[FunctionId]:
+        """``wanted`` and every function that calls one of them, transitively (cold
+        callers and recursion aside, as :meth:`host_parameters` counts callers)."""
+        seen = set(wanted)
+        stack = list(seen)
+        while stack:
+            fid = stack.pop()
+            for caller, _ in self.callers.get(fid, ()):
+                if caller not in seen and caller != fid and not self._is_cold(caller):
+                    seen.add(caller)
+                    stack.append(caller)
+        return seen
+
+    @staticmethod
+    def _passes_parameters(function: FunctionFacts) -> bool:
+        """True when some site or call of ``function`` works on its parameters' data."""
+        return any(site.value.place is Place.PARAM for site in function.sites) or any(
+            value.place is Place.PARAM
+            for call in function.calls
+            for value in (*call.args, *(value for _, value in call.kwargs))
+        )
+
     def findings(self, scope: str = "hot") -> list[Finding]:
         hot, compiled = self.hot_paths()
         summary = self.summaries({fid for fid, info in hot.items() if info.is_root})
-        host_parameters = self.host_parameters()
+        # What callers pass matters only where a root's own parameters reach a sync.
+        host_parameters = self.host_parameters(
+            fid
+            for fid in self.ids
+            if (hot[fid].is_root if fid in hot else scope == "all")
+            and self._passes_parameters(self.functions[fid])
+        )
         results: list[Finding] = []
         for fid in self.ids:
             info = hot.get(fid)
