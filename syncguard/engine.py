@@ -17,7 +17,7 @@ import multiprocessing as mp
 import os
 import threading
 import tokenize
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from contextlib import contextmanager
@@ -29,15 +29,17 @@ from syncguard.cache import (
     Cache,
     CallFilter,
     Payload,
+    ResolvedCalls,
     content_key,
     decode_facts,
     encode_facts,
+    interface_of,
     prune_calls,
 )
 from syncguard.config import Settings
 from syncguard.discovery import discover, module_name
 from syncguard.facts import FileError, FileFacts
-from syncguard.project import Finding, HotSettings, Project, SourceFile, root_of
+from syncguard.project import Finding, FunctionId, HotSettings, Project, SourceFile, root_of
 from syncguard.rule import Rule
 from syncguard.rules import all_rules
 from syncguard.suppression import ignores_file, parse_line
@@ -260,18 +262,29 @@ def _project_findings(
     hot_settings: HotSettings,
     scope: str,
 ) -> list[Finding]:
-    """The project phase over the facts of ``linted`` (decoded here, dropped on return)."""
+    """The project phase over the facts of ``linted`` (decoded here, dropped on return).
+
+    Where the calls of unchanged files resolve comes from the cache while no file's
+    interface changed (see :func:`syncguard.cache.interface_digest`); the calls of the
+    others are resolved here, and kept for the next run."""
     keep_call = _CallFilter({unit.module for unit in linted})
+    interface_key = _interface_key(linted, _interface) if cache is not None else None
+    known = cache.resolved_calls(interface_key) if cache and interface_key else {}
     roots: dict[tuple[str, int], str] = {}  # (folder, package depth) -> import root
     analysed: list[SourceFile] = []
     for unit in linted:
+        if unit.targets is not None and unit.targets_key != interface_key:
+            unit.outcome = unit.targets = None  # resolved against other interfaces
+        if unit.outcome is None and unit.payload is not None:
+            with contextlib.suppress(Exception):  # left to _outcome, which re-analyses
+                _decode(unit, keep_call, known, interface_key)
         facts = _outcome(unit, rules, cache, keep_call)
         if isinstance(facts, FileFacts):  # else the file became unreadable meanwhile
             where = (os.path.dirname(unit.path), unit.module.count(".") + unit.is_package)
             root = roots.get(where)
             if root is None:
                 root = roots[where] = root_of(unit.path, unit.module, unit.is_package)
-            analysed.append(SourceFile(unit.path, root, facts))
+            analysed.append(SourceFile(unit.path, root, facts, unit.targets))
     rule_classes = {rule.code: type(rule) for rule in rules}
     project = Project(
         analysed,
@@ -280,7 +293,86 @@ def _project_findings(
         frozenset(code for code, rule in rule_classes.items() if rule.graph_break),
         rules,
     )
-    return project.findings(scope)
+    findings = project.findings(scope)
+    if cache is not None and interface_key is not None:
+        _keep_resolved_calls(cache, interface_key, known, linted, project)
+    return findings
+
+
+def _interface(unit: _Unit) -> bytes | None:
+    return interface_of(unit.payload) if unit.payload is not None else None
+
+
+def _interface_key(
+    units: Iterable[_Unit], interface: Callable[[_Unit], bytes | None]
+) -> bytes | None:
+    """A hash of the linted files' paths and interfaces: where calls resolve depends on
+    nothing else besides a file's own facts; None when an interface is unknown."""
+    digest = hashlib.blake2b(digest_size=16)
+    for unit in units:
+        found = interface(unit) if unit.key is not None else None
+        if found is None:
+            return None
+        digest.update(f"{unit.path}\0{unit.is_package}\0".encode("utf-8", "surrogateescape"))
+        digest.update(found)
+    return digest.digest()
+
+
+def _decode(
+    unit: _Unit,
+    keep_call: CallFilter,
+    known: Mapping[str, tuple[bytes, ResolvedCalls]],
+    interface_key: bytes | None,
+) -> None:
+    """Decode the cached facts of ``unit``: only the calls that resolve, with their
+    callees, when ``known`` has them for its content; else the calls ``keep_call``
+    keeps, noting where they were in the encoding."""
+    assert unit.payload is not None
+    entry = known.get(unit.path)
+    if entry is not None and entry[0] == unit.key:
+        resolved = entry[1]
+        only = {qualname: at for qualname, at, _ in resolved}
+        unit.outcome = decode_facts(unit.payload, only_calls=only)
+        unit.targets = {qualname: targets for qualname, _, targets in resolved}
+        unit.targets_key = interface_key
+    else:
+        positions: dict[str, list[int]] = {}
+        unit.outcome = decode_facts(unit.payload, keep_call, positions=positions)
+        unit.positions = positions
+    unit.pruned = True
+
+
+def _keep_resolved_calls(
+    cache: Cache,
+    interface_key: bytes,
+    known: Mapping[str, tuple[bytes, ResolvedCalls]],
+    linted: Sequence[_Unit],
+    project: Project,
+) -> None:
+    """Store where the calls of every linted file resolve, if any was worked out here."""
+    entries: dict[str, tuple[bytes, ResolvedCalls]] = {}
+    for unit in linted:
+        if unit.key is None or unit.path not in project.by_path:
+            continue
+        if unit.targets is not None:
+            entries[unit.path] = known[unit.path]
+        elif unit.positions is not None:
+            positions = unit.positions
+            entries[unit.path] = (
+                unit.key,
+                tuple(
+                    (
+                        qualname,
+                        tuple(positions[qualname][index] for index, _ in found),
+                        tuple(target for _, target in found),
+                    )
+                    for qualname, found in project.resolved_calls(unit.path).items()
+                ),
+            )
+    if entries.keys() != known.keys() or any(
+        unit.positions is not None for unit in linted if unit.path in entries
+    ):
+        cache.store_resolved_calls(interface_key, entries)
 
 
 # Analysing fewer bytes than this in worker processes costs more than it saves.
@@ -302,6 +394,12 @@ class _Unit:
     outcome: FileFacts | FileError | None = None
     payload: Payload | None = None  # the outcome encoded, decoded only when needed
     pruned: bool = False  # ``outcome`` holds only calls that may resolve in the tree
+    # Where the calls of ``outcome`` resolve, by function, when it holds only those (read
+    # from the cache), and the interface key of the files they were resolved against.
+    targets: dict[str, tuple[FunctionId, ...]] | None = None
+    targets_key: bytes | None = None
+    # Otherwise, once pruned: where each call kept was among the function's calls.
+    positions: dict[str, list[int]] | None = None
 
 
 def _per_file_phase(
@@ -351,13 +449,21 @@ def _per_file_phase(
 
     def decode_cached() -> None:
         """Decode the cached facts while workers analyse the rest (the project phase
-        will need them): calls into modules outside every discovered file are dropped."""
+        will need them): calls into modules outside every discovered file are dropped.
+        Where calls resolve is read from the cache if the files being analysed keep
+        the interfaces they had (a guess the project phase checks)."""
         keep_call = _CallFilter({unit.module for unit in units})
+        guess = None
+        if cache is not None:
+            guess = _interface_key(
+                [unit for unit in units if not unit.error and not unit.ignored],
+                lambda unit: _interface(unit) or cache.interface(unit.path),
+            )
+        known = cache.resolved_calls(guess) if cache is not None and guess else {}
         for unit in units:
             if unit.payload is not None and unit.outcome is None:
                 with contextlib.suppress(Exception):  # left to _outcome, which re-analyses
-                    unit.outcome = decode_facts(unit.payload, keep_call)
-                    unit.pruned = True
+                    _decode(unit, keep_call, known, guess)
 
     size = sum(len(unit.data or b"") for unit in pending)
     workers = min(jobs, len(pending)) if jobs > 1 and size >= POOL_MIN_BYTES else 0
@@ -431,7 +537,9 @@ def _outcome(
     """The facts of ``unit``, with only the calls ``keep_call`` keeps."""
     if unit.outcome is not None:
         if keep_call is not None and not unit.pruned and isinstance(unit.outcome, FileFacts):
-            prune_calls(unit.outcome, keep_call)
+            unit.positions = {}
+            prune_calls(unit.outcome, keep_call, unit.positions)
+            unit.pruned = True
         return unit.outcome
     assert unit.payload is not None
     try:

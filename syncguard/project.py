@@ -50,11 +50,16 @@ _COMPILED_DECORATORS = frozenset({"torch.compile"})
 
 @dataclass(frozen=True, slots=True)
 class SourceFile:
-    """A linted file: its display path, its import root and its facts."""
+    """A linted file: its display path, its import root and its facts.
+
+    ``targets``, when an earlier run resolved this file's calls against files with
+    the same interfaces, gives the callee of each call of each function (by
+    qualname); the facts then hold only calls that resolve."""
 
     path: str
     root: str
     facts: FileFacts
+    targets: Mapping[str, Sequence[FunctionId]] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -144,11 +149,29 @@ class Project:
         self.targets: dict[tuple[FunctionId, int], FunctionId] = {}
         self.callers: dict[FunctionId, list[tuple[FunctionId, CallSite]]] = {}
         for fid in self.ids:
-            for index, call in enumerate(self.functions[fid].calls):
-                target = self._resolve_call(fid, call)
-                if target is not None:
+            calls = self.functions[fid].calls
+            known = self.by_path[fid[0]].targets
+            resolved: Sequence[FunctionId | None] | None = (
+                known.get(fid[1], ()) if known is not None else None
+            )
+            if resolved is None or len(resolved) != len(calls):
+                resolved = [self._resolve_call(fid, call) for call in calls]
+            for index, (call, target) in enumerate(zip(calls, resolved, strict=True)):
+                if target is not None and target in self.functions:
                     self.targets[(fid, index)] = target
                     self.callers.setdefault(target, []).append((fid, call))
+
+    def resolved_calls(self, path: str) -> dict[str, list[tuple[int, FunctionId]]]:
+        """For each function of the file at ``path``: (index among its calls, callee) of
+        each call that resolves in the tree."""
+        found: dict[str, list[tuple[int, FunctionId]]] = {}
+        for qualname, function in self.by_path[path].facts.functions.items():
+            fid = (path, qualname)
+            for index in range(len(function.calls)):
+                target = self.targets.get((fid, index))
+                if target is not None:
+                    found.setdefault(qualname, []).append((index, target))
+        return found
 
     # ------------------------------------------------------------ resolution
 
@@ -737,15 +760,28 @@ class _View:
 
 def _matches(name: str, patterns: tuple[str, ...]) -> str | None:
     """The first glob of ``patterns`` that matches ``name``."""
-    for pattern, match in _compiled_globs(patterns):
+    if not patterns:
+        return None
+    any_match, each = _compiled_globs(patterns)
+    if any_match(name) is None:  # one regex for all: most names match none
+        return None
+    for pattern, match in each:
         if match(name):
             return pattern
     return None
 
 
 @functools.lru_cache(maxsize=32)
-def _compiled_globs(patterns: tuple[str, ...]) -> tuple[tuple[str, Callable[[str], object]], ...]:
-    return tuple((pattern, re.compile(fnmatch.translate(pattern)).match) for pattern in patterns)
+def _compiled_globs(
+    patterns: tuple[str, ...],
+) -> tuple[Callable[[str], object], tuple[tuple[str, Callable[[str], object]], ...]]:
+    """A matcher for any of ``patterns``, and one for each."""
+    translated = [fnmatch.translate(pattern) for pattern in patterns]
+    any_match = re.compile("|".join(f"(?:{regex})" for regex in translated)).match
+    return any_match, tuple(
+        (pattern, re.compile(regex).match)
+        for pattern, regex in zip(patterns, translated, strict=True)
+    )
 
 
 def root_of(path: str, module: str, is_package: bool) -> str:

@@ -16,6 +16,7 @@ from syncguard.cli import progress_bar
 from syncguard.discovery import discover, module_name
 from syncguard.engine import LintResult, lint_files
 from syncguard.progress import ProgressBar, render
+from syncguard.project import Project
 
 
 def generated_tree(root: Path, modules: int = 12) -> Path:
@@ -238,3 +239,73 @@ def test_progress_line_fits_the_terminal() -> None:
         assert line.endswith("] 1234/3231 files")
         assert len(line) < max(columns, 40)
     assert render(0, 10, 80).count("#") == 0 and render(10, 10, 80).count("-") == 0
+
+
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_warm_runs_after_edits_find_what_uncached_runs_find(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, small_pool_threshold: None, jobs: int
+) -> None:
+    """Where unchanged files' calls resolve comes from the cache while interfaces stay;
+    edits to bodies, to interfaces and deleted files all give uncached findings."""
+    root = generated_tree(tmp_path / "tree")
+    monkeypatch.chdir(root)
+    cache = tmp_path / "cache"
+    ops = root / "gen" / "ops"
+    model = root / "gen" / "model.py"
+
+    def replace(path: Path, old: str, new: str) -> None:
+        text = path.read_text()
+        assert old in text
+        path.write_text(text.replace(old, new))
+
+    def add_late_call() -> None:  # an import of a name the module does not define yet
+        replace(
+            model,
+            "from gen.ops import entry\n",
+            "from gen.ops import entry\nfrom gen.ops.m2 import late\n",
+        )
+        replace(model, "        return y\n", "        return y + late(x)\n")
+
+    def move_lines_and_edit_a_body() -> None:
+        replace(ops / "m0.py", "total.item()", "total.tolist()")
+        (ops / "m0.py").write_text("# a new first line\n" + (ops / "m0.py").read_text())
+
+    edits = {
+        "a body, lines moved": move_lines_and_edit_a_body,
+        "a call to a missing function": add_late_call,
+        "the function added": lambda: replace(
+            ops / "m2.py", "def entry(", "def late(x):\n    return x.item()\n\n\ndef entry("
+        ),
+        "a method renamed": lambda: replace(ops / "m3.py", "def forward(", "def forward_renamed("),
+        "a file deleted": lambda: (ops / "m11.py").unlink(),
+    }
+    before = outcome(lint_files(["gen"], cache_dir=cache, jobs=jobs))
+    for name, edit in edits.items():
+        edit()
+        uncached = outcome(lint_files(["gen"], jobs=1))
+        assert uncached != before, f"{name}: the edit should change the findings"
+        assert outcome(lint_files(["gen"], cache_dir=cache, jobs=jobs)) == uncached, name
+        before = uncached
+
+
+def test_after_a_body_edit_only_the_edited_file_resolves_its_calls(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = generated_tree(tmp_path / "tree")
+    monkeypatch.chdir(root)
+    cache = tmp_path / "cache"
+    lint_files(["gen"], cache_dir=cache)
+    edited = root / "gen" / "ops" / "m4.py"
+    edited.write_text(edited.read_text().replace("x.max().item()", "x.max().tolist()"))
+    resolved_in: set[str] = set()
+    resolve = Project._resolve_call
+
+    def spy(self: Project, fid: tuple[str, str], call: object) -> object:
+        resolved_in.add(fid[0])
+        return resolve(self, fid, call)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(Project, "_resolve_call", spy)
+    warm = lint_files(["gen"], cache_dir=cache)
+    assert resolved_in == {os.path.join("gen", "ops", "m4.py")}
+    monkeypatch.setattr(Project, "_resolve_call", resolve)
+    assert outcome(warm) == outcome(lint_files(["gen"]))
