@@ -23,7 +23,9 @@ Facts travel as nested tuples of plain values (see :func:`encode_facts`):
 which matters both for a warm run and for results coming back from worker
 processes. Each encoding starts with a digest of the file's *interface* (what
 resolving other files' calls reads of it): while no interface changes, where an
-unchanged file's calls resolve is read back instead of worked out again.
+unchanged file's calls resolve is read back instead of worked out again. A digest
+of the facts follows: the project phase's results are kept by the digests of
+every file's facts, so an edit that changes no fact (a comment) reuses them.
 """
 
 from __future__ import annotations
@@ -69,7 +71,7 @@ _KEPT_FINGERPRINTS = 3  # packs of older syncguard versions kept (several instal
 _KEPT_RUNS = 4  # results of distinct runs kept (e.g. `check .` and a pre-commit file list)
 SHARDS = 16  # facts packs per fingerprint: an edit rewrites one, not all of them
 _KEPT_CALL_GRAPHS = 2  # resolved calls of distinct sets of files (a tree, a file list)
-INTERFACE_SIZE = 16  # bytes of the interface digest that starts each encoding
+DIGEST_SIZE = 16  # bytes of each of the two digests that start an encoding
 
 # A file's facts, encoded by :func:`encode_facts`.
 Payload = bytes
@@ -150,9 +152,11 @@ def _fix(fix: Fix | None) -> tuple[Any, ...] | None:
 
 
 def encode_facts(outcome: FileFacts | FileError) -> Payload:
-    """``outcome`` as bytes: its interface digest, then nested tuples of plain values,
-    marshalled."""
-    return interface_digest(outcome) + marshal.dumps(_plain(outcome))
+    """``outcome`` as bytes: its interface digest, a digest of the rest, then nested
+    tuples of plain values, marshalled."""
+    body = marshal.dumps(_plain(outcome))
+    digest = hashlib.blake2b(body, digest_size=DIGEST_SIZE).digest()
+    return interface_digest(outcome) + digest + body
 
 
 def interface_digest(outcome: FileFacts | FileError) -> bytes:
@@ -161,7 +165,7 @@ def interface_digest(outcome: FileFacts | FileError) -> bytes:
     classes with their bases and attribute types. The order of functions and their
     lines are left out: moving code inside a file changes no other file's calls."""
     if isinstance(outcome, FileError):
-        return bytes(INTERFACE_SIZE)
+        return bytes(DIGEST_SIZE)
     interface = (
         outcome.module,
         sorted(outcome.imports.items()),
@@ -171,12 +175,18 @@ def interface_digest(outcome: FileFacts | FileError) -> bytes:
             for name, c in outcome.classes.items()
         ),
     )
-    return hashlib.blake2b(repr(interface).encode(), digest_size=INTERFACE_SIZE).digest()
+    return hashlib.blake2b(repr(interface).encode(), digest_size=DIGEST_SIZE).digest()
 
 
 def interface_of(encoded: Payload) -> bytes:
     """The interface digest of facts encoded by :func:`encode_facts`."""
-    return encoded[:INTERFACE_SIZE]
+    return encoded[:DIGEST_SIZE]
+
+
+def digest_of(encoded: Payload) -> bytes:
+    """A digest of the facts encoded by :func:`encode_facts`: equal digests, equal facts
+    (files whose edits change no fact, e.g. a comment, keep it)."""
+    return encoded[DIGEST_SIZE : 2 * DIGEST_SIZE]
 
 
 def _plain(outcome: FileFacts | FileError) -> tuple[Any, ...]:
@@ -245,9 +255,9 @@ def decode_facts(
 
     ``only_calls`` (qualname -> positions in the encoding) decodes those calls alone
     instead; ``positions``, when given, receives the positions of the calls kept."""
-    if len(encoded) < INTERFACE_SIZE:
+    if len(encoded) < 2 * DIGEST_SIZE:
         raise ValueError("truncated facts")
-    payload = marshal.loads(memoryview(encoded)[INTERFACE_SIZE:])
+    payload = marshal.loads(memoryview(encoded)[2 * DIGEST_SIZE :])
     kind = payload[0]
     if kind == "error":
         return FileError(payload[1], payload[2], payload[3])
@@ -282,18 +292,19 @@ def decode_facts(
             calls = [calls[index] for index in kept]
         elif keep_call is not None:
             calls = [call for call in calls if keep_call(call[0])]
+        # (Most functions have neither: spare building comprehensions for them.)
         functions[qualname] = FunctionFacts(
             qualname, line, class_name, params, kind_, decorators, marker,
             [
                 Site(code, Span(*span), statement, message, suggestion, values[value],
                      in_loop, _decode_fix(fix))
                 for code, span, statement, message, suggestion, value, in_loop, fix in sites
-            ],
+            ] if sites else [],
             [
                 CallSite(callee, Span(*span), statement, arguments[args], keywords[kwargs],
                          in_loop)
                 for callee, span, statement, args, kwargs, in_loop in calls
-            ],
+            ] if calls else [],
         )  # fmt: skip
     classes = {
         qualname: ClassFacts(qualname, line, bases, attribute_types)

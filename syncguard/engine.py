@@ -32,6 +32,7 @@ from syncguard.cache import (
     ResolvedCalls,
     content_key,
     decode_facts,
+    digest_of,
     encode_facts,
     interface_of,
     prune_calls,
@@ -582,13 +583,15 @@ class _CallFilter:
 
 
 def _run_key(linted: Sequence[_Unit], hot_settings: HotSettings, scope: str) -> bytes | None:
-    """What decides the project phase's result: every linted file's path and content key,
-    the hot-path settings and the scope; None when some input is not a file on disk."""
+    """What decides the project phase's result: every linted file's path, package flag
+    and facts (by their digest), the hot-path settings and the scope; None when some
+    input is not a file on disk or has no encoded facts."""
     digest = hashlib.blake2b(repr((hot_settings, scope)).encode(), digest_size=16)
     for unit in linted:
-        if unit.key is None:
+        if unit.key is None or unit.payload is None:
             return None
-        digest.update(unit.path.encode("utf-8", "surrogateescape") + b"\0" + unit.key)
+        digest.update(f"{unit.path}\0{unit.is_package}\0".encode("utf-8", "surrogateescape"))
+        digest.update(digest_of(unit.payload))
     return digest.digest()
 
 

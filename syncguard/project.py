@@ -145,11 +145,19 @@ class Project:
             for file in self.files
             for qualname, function in file.facts.functions.items()
         }
-        self.ids = sorted(self.functions, key=lambda fid: (fid[0], self.functions[fid].line))
+        # In (path, line) order, as a sort of every function by that key would give.
+        self.ids = [
+            (file.path, qualname)
+            for file in sorted(self.files, key=lambda f: f.path)
+            for qualname, _ in sorted(file.facts.functions.items(), key=lambda q: q[1].line)
+        ]
         self.targets: dict[tuple[FunctionId, int], FunctionId] = {}
         self.callers: dict[FunctionId, list[tuple[FunctionId, CallSite]]] = {}
+        functions = self.functions
         for fid in self.ids:
-            calls = self.functions[fid].calls
+            calls = functions[fid].calls
+            if not calls:
+                continue
             known = self.by_path[fid[0]].targets
             resolved: Sequence[FunctionId | None] | None = (
                 known.get(fid[1], ()) if known is not None else None
@@ -157,7 +165,7 @@ class Project:
             if resolved is None or len(resolved) != len(calls):
                 resolved = [self._resolve_call(fid, call) for call in calls]
             for index, (call, target) in enumerate(zip(calls, resolved, strict=True)):
-                if target is not None and target in self.functions:
+                if target is not None and target in functions:
                     self.targets[(fid, index)] = target
                     self.callers.setdefault(target, []).append((fid, call))
 
@@ -344,9 +352,10 @@ class Project:
         function = self.functions[fid]
         if function.qualname.rpartition(".")[2] == "__init__" or function.marker == "cold":
             return True
-        if any(decorator in _COLD_DECORATORS for decorator in function.decorators):
+        if function.decorators and not _COLD_DECORATORS.isdisjoint(function.decorators):
             return True
-        return _matches(self.qualified(fid), self.settings.cold_functions) is not None
+        patterns = self.settings.cold_functions
+        return bool(patterns) and _matches(self.qualified(fid), patterns) is not None
 
     def _root_reason(self, fid: FunctionId, compiled_refs: set[FunctionId]) -> str | None:
         function = self.functions[fid]
@@ -367,10 +376,11 @@ class Project:
                 return name
             if kind == "autograd" and name != "__call__":
                 return f"autograd.Function.{name}"
-        pattern = _matches(self.qualified(fid), self.settings.hot_functions)
+        here = self.qualified(fid)
+        pattern = _matches(here, self.settings.hot_functions)
         if pattern is not None:
             return f"hot-functions: {pattern}"
-        if _matches(self.qualified(fid), self.settings.compiled_functions) is not None:
+        if _matches(here, self.settings.compiled_functions) is not None:
             return "compiled-functions"
         return None
 
