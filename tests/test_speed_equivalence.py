@@ -16,7 +16,7 @@ from syncguard.cli import progress_bar
 from syncguard.discovery import discover, module_name
 from syncguard.engine import LintResult, lint_files
 from syncguard.progress import ProgressBar, render
-from syncguard.project import Project
+from syncguard.project import Finding, Project
 
 
 def generated_tree(root: Path, modules: int = 12) -> Path:
@@ -309,3 +309,35 @@ def test_after_a_body_edit_only_the_edited_file_resolves_its_calls(
     assert resolved_in == {os.path.join("gen", "ops", "m4.py")}
     monkeypatch.setattr(Project, "_resolve_call", resolve)
     assert outcome(warm) == outcome(lint_files(["gen"]))
+
+
+def test_an_edit_that_changes_no_fact_reuses_the_project_phase(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A comment changes no fact: the earlier project phase's findings are reused, and
+    the suppression comments are still read from the file as it is now."""
+    root = generated_tree(tmp_path / "tree")
+    monkeypatch.chdir(root)
+    cache = tmp_path / "cache"
+    first = lint_files(["gen"], cache_dir=cache)
+    model = root / "gen" / "model.py"
+    assert any(f.code == "SG401" and f.path.endswith("model.py") for f in first.findings)
+    model.write_text(
+        model.read_text().replace(
+            "torch.cuda.synchronize()\n", "torch.cuda.synchronize()  # noqa: SG401\n"
+        )
+        + "# a comment\n"
+    )
+    runs: list[str] = []
+    findings = Project.findings
+
+    def counted(self: Project, scope: str = "hot") -> list[Finding]:
+        runs.append(scope)
+        return findings(self, scope)
+
+    monkeypatch.setattr(Project, "findings", counted)
+    warm = lint_files(["gen"], cache_dir=cache)
+    assert runs == []  # the project phase did not run again
+    assert outcome(warm) == outcome(lint_files(["gen"]))
+    assert not any(f.code == "SG401" and f.path.endswith("model.py") for f in warm.findings)
+    assert runs == ["hot"]  # the uncached run above did run it
