@@ -404,10 +404,8 @@ class Project:
         hot: dict[FunctionId, _Hot] = {}
         compiled_roots: list[FunctionId] = []
         for fid in self.ids:
-            if self._is_cold(fid):
-                continue
-            reason = self._root_reason(fid, compiled_refs)
-            if reason is not None:
+            reason = self._root_reason(fid, compiled_refs)  # first: most functions have none
+            if reason is not None and not self._is_cold(fid):
                 hot[fid] = _Hot(reason, (), True)
                 function = self.functions[fid]
                 if reason in ("torch.compile", "compiled-functions") or any(
