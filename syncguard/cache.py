@@ -7,8 +7,8 @@ Layout of a cache folder (``.syncguard_cache/`` beside the config file, or
     .gitignore                   "*": the folder never shows up in git status
     facts-<fingerprint>-NN.pack  absolute path -> (content key, flags, facts), 16 shards
     runs-<fingerprint>.pack      run key -> findings of the project phase
-    calls-<fingerprint>-<key>.pack  per file: where its calls resolve, for a set of
-                                 files whose interfaces hash to <key> (two kept)
+    calls-<fingerprint>-<key>.pack  per file: where its calls resolve and its hot roots,
+                                 for files whose interfaces and settings hash to <key>
 
 The fingerprint covers the cache format, the Python version (``ast`` differs
 between versions) and the source of syncguard and its rules, so a new version
@@ -78,6 +78,10 @@ Payload = bytes
 # Where the calls of one file resolve: for each function with calls that do, its
 # qualname, the positions of those calls in the encoded facts and their callees.
 ResolvedCalls = tuple[tuple[str, tuple[int, ...], tuple[tuple[str, str], ...]], ...]
+# What the project phase worked out for one file that holds while no interface and
+# no setting changes: its content key, where its calls resolve, and the functions
+# that are hot roots by their class or by the configured globs (qualname -> reason).
+KnownFile = tuple[bytes, ResolvedCalls, dict[str, str]]
 # Decides from a call's callee whether to keep the call (the engine drops calls
 # that cannot resolve in the linted tree).
 CallFilter = Callable[[tuple[str, ...]], bool]
@@ -349,6 +353,11 @@ def prune_calls(
 # ---------------------------------------------------------------------- packs
 
 
+def _checksum(body: bytes | memoryview) -> bytes:
+    """Of a pack's body (SHA-256: hashed in hardware by most CPUs, the fastest here)."""
+    return hashlib.sha256(body).digest()[:_CHECKSUM_SIZE]
+
+
 def _read_pack(path: Path) -> dict[Any, Any]:
     """The dict stored at ``path``; empty when missing, corrupt or foreign."""
     try:
@@ -359,7 +368,7 @@ def _read_pack(path: Path) -> dict[Any, Any]:
     if len(data) < header or not data.startswith(_MAGIC):
         return {}
     body = memoryview(data)[header:]
-    if hashlib.blake2b(body, digest_size=_CHECKSUM_SIZE).digest() != data[len(_MAGIC) : header]:
+    if _checksum(body) != data[len(_MAGIC) : header]:
         return {}
     try:
         loaded = marshal.loads(body)
@@ -371,7 +380,7 @@ def _read_pack(path: Path) -> dict[Any, Any]:
 def _write_pack(path: Path, content: dict[Any, Any]) -> None:
     """Store ``content`` at ``path`` atomically; raises OSError."""
     body = marshal.dumps(content)
-    checksum = hashlib.blake2b(body, digest_size=_CHECKSUM_SIZE).digest()
+    checksum = _checksum(body)
     handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".tmp")
     try:
         with os.fdopen(handle, "wb") as stream:
@@ -406,7 +415,7 @@ class Cache:
         ]
         self._dirty: set[int] = set()
         self._runs: dict[bytes, bytes] | None = None
-        self._resolved: dict[bytes, dict[str, tuple[bytes, ResolvedCalls]]] = {}
+        self._resolved: dict[bytes, dict[str, KnownFile]] = {}
 
     def _shard_path(self, shard: int) -> Path:
         return self.folder / f"facts-{fingerprint()}-{shard:02d}.pack"
@@ -457,9 +466,9 @@ class Cache:
         self._runs = kept
         self._save(self._runs_path, kept)
 
-    def resolved_calls(self, interface_key: bytes) -> dict[str, tuple[bytes, ResolvedCalls]]:
-        """Per file path: (content key, where its calls resolve), as stored by an earlier
-        run over files whose interfaces hash to ``interface_key``; empty if none."""
+    def known_files(self, interface_key: bytes) -> dict[str, KnownFile]:
+        """Per file path: what an earlier run over files whose interfaces (and the
+        settings) hash to ``interface_key`` stored; empty if none."""
         found = self._resolved.get(interface_key)
         if found is None:
             found = self._resolved[interface_key] = {
@@ -467,16 +476,16 @@ class Cache:
                 for path, entry in _read_pack(self._calls_path(interface_key)).items()
                 if isinstance(path, str)
                 and isinstance(entry, tuple)
-                and len(entry) == 2
+                and len(entry) == 3
                 and isinstance(entry[0], bytes)
                 and isinstance(entry[1], tuple)
+                and isinstance(entry[2], dict)
             }
         return found
 
-    def store_resolved_calls(
-        self, interface_key: bytes, entries: dict[str, tuple[bytes, ResolvedCalls]]
-    ) -> None:
-        """Keep where the calls of a set of files resolve (and those of one other set)."""
+    def store_known_files(self, interface_key: bytes, entries: dict[str, KnownFile]) -> None:
+        """Keep what the project phase worked out for a set of files (and for one other
+        set)."""
         path = self._calls_path(interface_key)
         self._resolved[interface_key] = entries
         self._save(path, entries)
@@ -498,6 +507,10 @@ class Cache:
         if entry is None or entry[1] or entry[2] or not isinstance(entry[3], bytes):
             return None
         return interface_of(entry[3])
+
+    def drop_known_files(self) -> None:
+        """Let go of what :meth:`known_files` read (large, and no longer needed)."""
+        self._resolved.clear()
 
     def _calls_path(self, interface_key: bytes) -> Path:
         return self.folder / f"calls-{fingerprint()}-{interface_key.hex()}.pack"

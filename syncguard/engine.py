@@ -28,8 +28,8 @@ from syncguard.analysis import FileAnalyzer
 from syncguard.cache import (
     Cache,
     CallFilter,
+    KnownFile,
     Payload,
-    ResolvedCalls,
     content_key,
     decode_facts,
     digest_of,
@@ -224,7 +224,7 @@ def lint_files(
     )
     run_scope = scope or settings.scope
     with _gc_paused():
-        units = _per_file_phase(files, sources or {}, rules, jobs, cache, progress)
+        units = _per_file_phase(files, sources or {}, rules, jobs, cache, hot_settings, progress)
         for unit in units:
             if unit.error:
                 error = _outcome(unit, rules, cache, None)
@@ -240,7 +240,9 @@ def lint_files(
             if cache is not None and run_key is not None:
                 cache.store_findings(run_key, findings)
         for unit in units:  # let the facts go before the collector resumes
-            unit.outcome = None
+            unit.outcome = unit.targets = unit.roots = unit.positions = None
+        if cache is not None:
+            cache.drop_known_files()
     suppressions = _Suppressions({u.path: u.text for u in units if u.text is not None})
     for finding in findings:
         if not settings.selects(finding.code) or _per_file_ignored(
@@ -265,17 +267,18 @@ def _project_findings(
 ) -> list[Finding]:
     """The project phase over the facts of ``linted`` (decoded here, dropped on return).
 
-    Where the calls of unchanged files resolve comes from the cache while no file's
-    interface changed (see :func:`syncguard.cache.interface_digest`); the calls of the
-    others are resolved here, and kept for the next run."""
+    Where the calls of unchanged files resolve, and which of their functions are hot
+    roots by their class or the settings, come from the cache while no file's
+    interface (see :func:`syncguard.cache.interface_digest`) and no setting changed;
+    the other files' are worked out here, and kept for the next run."""
     keep_call = _CallFilter({unit.module for unit in linted})
-    interface_key = _interface_key(linted, _interface) if cache is not None else None
-    known = cache.resolved_calls(interface_key) if cache and interface_key else {}
+    interface_key = _interface_key(linted, _interface, hot_settings) if cache is not None else None
+    known = cache.known_files(interface_key) if cache and interface_key else {}
     roots: dict[tuple[str, int], str] = {}  # (folder, package depth) -> import root
     analysed: list[SourceFile] = []
     for unit in linted:
         if unit.targets is not None and unit.targets_key != interface_key:
-            unit.outcome = unit.targets = None  # resolved against other interfaces
+            unit.outcome = unit.targets = unit.roots = None  # other interfaces then
         if unit.outcome is None and unit.payload is not None:
             with contextlib.suppress(Exception):  # left to _outcome, which re-analyses
                 _decode(unit, keep_call, known, interface_key)
@@ -285,7 +288,7 @@ def _project_findings(
             root = roots.get(where)
             if root is None:
                 root = roots[where] = root_of(unit.path, unit.module, unit.is_package)
-            analysed.append(SourceFile(unit.path, root, facts, unit.targets))
+            analysed.append(SourceFile(unit.path, root, facts, unit.targets, unit.roots))
     rule_classes = {rule.code: type(rule) for rule in rules}
     project = Project(
         analysed,
@@ -296,7 +299,7 @@ def _project_findings(
     )
     findings = project.findings(scope)
     if cache is not None and interface_key is not None:
-        _keep_resolved_calls(cache, interface_key, known, linted, project)
+        _keep_known_files(cache, interface_key, known, linted, project)
     return findings
 
 
@@ -305,11 +308,12 @@ def _interface(unit: _Unit) -> bytes | None:
 
 
 def _interface_key(
-    units: Iterable[_Unit], interface: Callable[[_Unit], bytes | None]
+    units: Iterable[_Unit], interface: Callable[[_Unit], bytes | None], settings: HotSettings
 ) -> bytes | None:
-    """A hash of the linted files' paths and interfaces: where calls resolve depends on
-    nothing else besides a file's own facts; None when an interface is unknown."""
-    digest = hashlib.blake2b(digest_size=16)
+    """A hash of the hot-path settings and of the linted files' paths and interfaces:
+    where calls resolve and which functions are declared hot roots depend on nothing
+    else besides a file's own facts; None when an interface is unknown."""
+    digest = hashlib.blake2b(repr(settings).encode(), digest_size=16)
     for unit in units:
         found = interface(unit) if unit.key is not None else None
         if found is None:
@@ -322,7 +326,7 @@ def _interface_key(
 def _decode(
     unit: _Unit,
     keep_call: CallFilter,
-    known: Mapping[str, tuple[bytes, ResolvedCalls]],
+    known: Mapping[str, KnownFile],
     interface_key: bytes | None,
 ) -> None:
     """Decode the cached facts of ``unit``: only the calls that resolve, with their
@@ -335,6 +339,7 @@ def _decode(
         only = {qualname: at for qualname, at, _ in resolved}
         unit.outcome = decode_facts(unit.payload, only_calls=only)
         unit.targets = {qualname: targets for qualname, _, targets in resolved}
+        unit.roots = entry[2]
         unit.targets_key = interface_key
     else:
         positions: dict[str, list[int]] = {}
@@ -343,15 +348,16 @@ def _decode(
     unit.pruned = True
 
 
-def _keep_resolved_calls(
+def _keep_known_files(
     cache: Cache,
     interface_key: bytes,
-    known: Mapping[str, tuple[bytes, ResolvedCalls]],
+    known: Mapping[str, KnownFile],
     linted: Sequence[_Unit],
     project: Project,
 ) -> None:
-    """Store where the calls of every linted file resolve, if any was worked out here."""
-    entries: dict[str, tuple[bytes, ResolvedCalls]] = {}
+    """Store what the project phase worked out for every linted file (where its calls
+    resolve, its declared hot roots) if it had to for any."""
+    entries: dict[str, KnownFile] = {}
     for unit in linted:
         if unit.key is None or unit.path not in project.by_path:
             continue
@@ -369,11 +375,12 @@ def _keep_resolved_calls(
                     )
                     for qualname, found in project.resolved_calls(unit.path).items()
                 ),
+                project.declared_roots(unit.path),
             )
     if entries.keys() != known.keys() or any(
         unit.positions is not None for unit in linted if unit.path in entries
     ):
-        cache.store_resolved_calls(interface_key, entries)
+        cache.store_known_files(interface_key, entries)
 
 
 # Analysing fewer bytes than this in worker processes costs more than it saves.
@@ -398,6 +405,7 @@ class _Unit:
     # Where the calls of ``outcome`` resolve, by function, when it holds only those (read
     # from the cache), and the interface key of the files they were resolved against.
     targets: dict[str, tuple[FunctionId, ...]] | None = None
+    roots: dict[str, str] | None = None  # read with them: the declared hot roots
     targets_key: bytes | None = None
     # Otherwise, once pruned: where each call kept was among the function's calls.
     positions: dict[str, list[int]] | None = None
@@ -409,6 +417,7 @@ def _per_file_phase(
     rules: Sequence[Rule],
     jobs: int,
     cache: Cache | None,
+    hot_settings: HotSettings,
     progress: Callable[[int, int], None] | None,
 ) -> list[_Unit]:
     """Every file with its facts: cached (still encoded), or analysed here or in workers."""
@@ -459,8 +468,9 @@ def _per_file_phase(
             guess = _interface_key(
                 [unit for unit in units if not unit.error and not unit.ignored],
                 lambda unit: _interface(unit) or cache.interface(unit.path),
+                hot_settings,
             )
-        known = cache.resolved_calls(guess) if cache is not None and guess else {}
+        known = cache.known_files(guess) if cache is not None and guess else {}
         for unit in units:
             if unit.payload is not None and unit.outcome is None:
                 with contextlib.suppress(Exception):  # left to _outcome, which re-analyses

@@ -60,6 +60,9 @@ class SourceFile:
     root: str
     facts: FileFacts
     targets: Mapping[str, Sequence[FunctionId]] | None = None
+    # Likewise known from such a run with the same settings: the functions that
+    # Project._declared_root_reason finds a reason for, with the reason.
+    roots: Mapping[str, str] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -179,6 +182,16 @@ class Project:
                 target = self.targets.get((fid, index))
                 if target is not None:
                     found.setdefault(qualname, []).append((index, target))
+        return found
+
+    def declared_roots(self, path: str) -> dict[str, str]:
+        """Qualname -> :meth:`_declared_root_reason` of the functions of the file at
+        ``path`` that have one."""
+        found: dict[str, str] = {}
+        for qualname in self.by_path[path].facts.functions:
+            reason = self._declared_root_reason((path, qualname))
+            if reason is not None:
+                found[qualname] = reason
         return found
 
     # ------------------------------------------------------------ resolution
@@ -366,6 +379,15 @@ class Project:
                 return _HOT_DECORATORS[decorator]
         if fid in compiled_refs:
             return "torch.compile"
+        known = self.by_path[fid[0]].roots
+        if known is not None:
+            return known.get(fid[1])
+        return self._declared_root_reason(fid)
+
+    def _declared_root_reason(self, fid: FunctionId) -> str | None:
+        """Why ``fid`` is a hot root by what its class is or by the configured globs;
+        this depends only on its file, the interfaces of the others and the settings."""
+        function = self.functions[fid]
         name = function.qualname.rpartition(".")[2]
         if function.class_name is not None and name in ("forward", "__call__", "backward"):
             kind = self._class_kind((fid[0], function.class_name))

@@ -134,11 +134,9 @@ def test_nonsense_in_a_valid_calls_pack_changes_no_finding(project: Path) -> Non
     for target in packs(folder, "calls"):
         entries = cache_module._read_pack(target)
         assert entries
-        for path, (key, resolved) in entries.items():
-            nonsense = tuple(
-                (qualname, (99,) * len(at), targets) for qualname, at, targets in resolved
-            )
-            entries[path] = (key, nonsense) if "model" in path else "junk"
+        for path, (key, resolved, roots) in entries.items():
+            nonsense = tuple((name, (99,) * len(at), targets) for name, at, targets in resolved)
+            entries[path] = (key, nonsense, roots) if "model" in path else "junk"
         cache_module._write_pack(target, entries)
     result = lint_files(["pkg"], cache_dir=folder)
     assert codes(result) == expected and not result.warnings

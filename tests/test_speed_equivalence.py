@@ -6,6 +6,7 @@ import io
 import os
 import shutil
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -13,6 +14,7 @@ import pytest
 from conftest import FIXTURES
 from syncguard import engine
 from syncguard.cli import progress_bar
+from syncguard.config import Settings
 from syncguard.discovery import discover, module_name
 from syncguard.engine import LintResult, lint_files
 from syncguard.progress import ProgressBar, render
@@ -288,27 +290,53 @@ def test_warm_runs_after_edits_find_what_uncached_runs_find(
         before = uncached
 
 
-def test_after_a_body_edit_only_the_edited_file_resolves_its_calls(
+def test_after_a_body_edit_only_the_edited_file_is_worked_out_again(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """Its calls are resolved and its declared hot roots found; the other files' come
+    from the cache."""
     root = generated_tree(tmp_path / "tree")
     monkeypatch.chdir(root)
     cache = tmp_path / "cache"
     lint_files(["gen"], cache_dir=cache)
     edited = root / "gen" / "ops" / "m4.py"
     edited.write_text(edited.read_text().replace("x.max().item()", "x.max().tolist()"))
-    resolved_in: set[str] = set()
-    resolve = Project._resolve_call
+    worked_in: dict[str, set[str]] = {"_resolve_call": set(), "_declared_root_reason": set()}
+    for name, paths in worked_in.items():
+        original = getattr(Project, name)
 
-    def spy(self: Project, fid: tuple[str, str], call: object) -> object:
-        resolved_in.add(fid[0])
-        return resolve(self, fid, call)  # type: ignore[arg-type]
+        def spy(
+            self: Project,
+            fid: tuple[str, str],
+            *rest: object,
+            paths: set[str] = paths,
+            original: Callable[..., object] = original,
+        ) -> object:
+            paths.add(fid[0])
+            return original(self, fid, *rest)
 
-    monkeypatch.setattr(Project, "_resolve_call", spy)
+        monkeypatch.setattr(Project, name, spy)
     warm = lint_files(["gen"], cache_dir=cache)
-    assert resolved_in == {os.path.join("gen", "ops", "m4.py")}
-    monkeypatch.setattr(Project, "_resolve_call", resolve)
+    assert worked_in == {name: {os.path.join("gen", "ops", "m4.py")} for name in worked_in}
+    monkeypatch.undo()
+    monkeypatch.chdir(root)
     assert outcome(warm) == outcome(lint_files(["gen"]))
+
+
+def test_other_hot_path_settings_are_not_served_cached_roots(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = generated_tree(tmp_path / "tree")
+    monkeypatch.chdir(root)
+    cache = tmp_path / "cache"
+    lint_files(["gen"], cache_dir=cache)
+    (root / "gen" / "ops" / "m5.py").write_text(
+        (root / "gen" / "ops" / "m5.py").read_text() + "\n# an edit\n"
+    )
+    wider = Settings(hot_functions=(*Settings().hot_functions, "gen.ops.*.entry"))
+    uncached = lint_files(["gen"], settings=wider)
+    assert outcome(uncached) != outcome(lint_files(["gen"]))  # the glob adds hot roots
+    assert outcome(lint_files(["gen"], settings=wider, cache_dir=cache)) == outcome(uncached)
 
 
 def test_an_edit_that_changes_no_fact_reuses_the_project_phase(
