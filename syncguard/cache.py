@@ -287,7 +287,8 @@ def decode_facts(
     for function in encoded_functions:
         qualname, line, class_name, params, kind_, decorators, marker, sites, calls = function
         if only_calls is not None:
-            calls = [calls[index] for index in only_calls.get(qualname, ())]
+            wanted = only_calls.get(qualname)
+            calls = [calls[index] for index in wanted] if wanted else ()
         elif positions is not None:
             kept = [
                 index for index, call in enumerate(calls) if keep_call is None or keep_call(call[0])

@@ -149,28 +149,32 @@ class Project:
             for qualname, function in file.facts.functions.items()
         }
         # In (path, line) order, as a sort of every function by that key would give.
-        self.ids = [
-            (file.path, qualname)
-            for file in sorted(self.files, key=lambda f: f.path)
-            for qualname, _ in sorted(file.facts.functions.items(), key=lambda q: q[1].line)
-        ]
+        self.ids: list[FunctionId] = []
         self.targets: dict[tuple[FunctionId, int], FunctionId] = {}
         self.callers: dict[FunctionId, list[tuple[FunctionId, CallSite]]] = {}
-        functions = self.functions
-        for fid in self.ids:
-            calls = functions[fid].calls
-            if not calls:
-                continue
-            known = self.by_path[fid[0]].targets
-            resolved: Sequence[FunctionId | None] | None = (
-                known.get(fid[1], ()) if known is not None else None
-            )
-            if resolved is None or len(resolved) != len(calls):
-                resolved = [self._resolve_call(fid, call) for call in calls]
-            for index, (call, target) in enumerate(zip(calls, resolved, strict=True)):
-                if target is not None and target in functions:
-                    self.targets[(fid, index)] = target
-                    self.callers.setdefault(target, []).append((fid, call))
+        functions, targets, callers = self.functions, self.targets, self.callers
+        for file in sorted(self.files, key=lambda f: f.path):
+            known = file.targets
+            in_order = sorted(file.facts.functions.items(), key=lambda item: item[1].line)
+            for qualname, function in in_order:
+                fid = (file.path, qualname)
+                self.ids.append(fid)
+                calls = function.calls
+                if not calls:
+                    continue
+                resolved: Sequence[FunctionId | None] | None = (
+                    known.get(qualname, ()) if known is not None else None
+                )
+                if resolved is None or len(resolved) != len(calls):
+                    resolved = [self._resolve_call(fid, call) for call in calls]
+                for index, (call, target) in enumerate(zip(calls, resolved, strict=True)):
+                    if target is not None and target in functions:
+                        targets[(fid, index)] = target
+                        found = callers.get(target)
+                        if found is None:
+                            callers[target] = [(fid, call)]
+                        else:
+                            found.append((fid, call))
 
     def resolved_calls(self, path: str) -> dict[str, list[tuple[int, FunctionId]]]:
         """For each function of the file at ``path``: (index among its calls, callee) of
