@@ -476,8 +476,13 @@ def _per_file_phase(
                 with contextlib.suppress(Exception):  # left to _outcome, which re-analyses
                     _decode(unit, keep_call, known, guess)
 
+    # Worker processes pay off when they analyse files side by side; for one file they
+    # would only let this process decode the cached facts meanwhile, which forking
+    # and, when the file's facts did not change, decoding for nothing cost more.
     size = sum(len(unit.data or b"") for unit in pending)
     workers = min(jobs, len(pending)) if jobs > 1 and size >= POOL_MIN_BYTES else 0
+    if workers < 2:
+        workers = 0
     if workers:
         try:
             for unit, (ignored, failed, payload) in zip(

@@ -114,13 +114,15 @@ def test_generated_tree_lints_the_same_in_every_mode_and_after_an_edit(
     for mode, result in run_modes(["gen"], cache).items():
         assert outcome(result) == outcome(reference), mode
 
-    # One file changed: its facts are recomputed, every other file's come from the cache.
+    # Two files changed: their facts are recomputed, every other file's come from the cache.
     last = root / "gen" / "ops" / "m11.py"
     last.write_text(last.read_text().replace("total.item()", "total.tolist()"))
+    (root / "gen" / "ops" / "m3.py").write_text((root / "gen" / "ops" / "m3.py").read_text() + "\n")
     changed = lint_files(["gen"], jobs=1)
     assert outcome(changed) != outcome(reference)
-    # In a worker while this process decodes the cached facts of the others:
+    # In workers while this process decodes the cached facts of the others:
     assert outcome(lint_files(["gen"], cache_dir=cache, jobs=2)) == outcome(changed)
+    last.write_text(last.read_text() + "\n")
     assert outcome(lint_files(["gen"], cache_dir=cache)) == outcome(changed)
     last.write_text(last.read_text().replace("total.tolist()", "total.item()"))
     assert outcome(lint_files(["gen"], cache_dir=cache)) == outcome(reference)  # here
@@ -282,8 +284,12 @@ def test_warm_runs_after_edits_find_what_uncached_runs_find(
         "a file deleted": lambda: (ops / "m11.py").unlink(),
     }
     before = outcome(lint_files(["gen"], cache_dir=cache, jobs=jobs))
-    for name, edit in edits.items():
+    for step, (name, edit) in enumerate(edits.items()):
         edit()
+        # With jobs 2, a second file changed too: two files are analysed in workers
+        # while this process decodes the others (guessing that interfaces stayed).
+        if jobs == 2:
+            (ops / "m7.py").write_text((ops / "m7.py").read_text() + f"# edit {step}\n")
         uncached = outcome(lint_files(["gen"], jobs=1))
         assert uncached != before, f"{name}: the edit should change the findings"
         assert outcome(lint_files(["gen"], cache_dir=cache, jobs=jobs)) == uncached, name
