@@ -10,7 +10,9 @@ start-up:
 * cold: ``--no-cache``, the whole tree;
 * warm: the whole tree again with the cache filled, nothing changed;
 * one file changed: a comment appended to a typical (median size) file, or to the
-  largest one, before each run;
+  largest one, before each run (no fact changes: the project phase's results are
+  reused); and a comment line inserted at the top of the file (every line moves: the
+  project phase runs again);
 * one file: ``syncguard check FILE --no-cache`` on a typical and on the largest file;
 * ruff: ``ruff check --select ALL --no-cache`` on the same copy, when ruff is installed.
 
@@ -120,17 +122,23 @@ def measure(corpus: Path, scratch: Path, runs: int, jobs: int | None) -> int:
     cached = [*whole, "--cache-dir", str(cache)]
     run_once(cached, scratch)  # fills the cache
     warm = timed(cached, scratch, runs)
-    edits = iter(range(1, 2 * runs + 1))
+    edits = iter(range(1, 4 * runs + 1))
 
-    def editor(path: str) -> Callable[[], None]:
+    def editor(path: str, at_top: bool = False) -> Callable[[], None]:
         def edit() -> None:
-            with open(path, "a", encoding="utf-8") as handle:
-                handle.write(f"\n# lint_speed edit {next(edits)}\n")
+            comment = f"# lint_speed edit {next(edits)}\n"
+            with open(path, "rb") as handle:
+                data = handle.read()
+            data = comment.encode() + data if at_top else data + b"\n" + comment.encode()
+            with open(path, "wb") as handle:
+                handle.write(data)
 
         return edit
 
     changed_typical = timed(cached, scratch, runs, editor(typical))
     changed_largest = timed(cached, scratch, runs, editor(largest))
+    moved_typical = timed(cached, scratch, runs, editor(typical, at_top=True))
+    moved_largest = timed(cached, scratch, runs, editor(largest, at_top=True))
     one_typical = timed([*syncguard, typical, "--no-cache"], scratch, runs)
     one_largest = timed([*syncguard, largest, "--no-cache"], scratch, runs)
     startup = timed([sys.executable, "-c", "pass"], scratch, runs)
@@ -160,8 +168,13 @@ def measure(corpus: Path, scratch: Path, runs: int, jobs: int | None) -> int:
 
     row("syncguard cold (--no-cache)", cold, whole_tree=True)
     row("syncguard warm, nothing changed", warm, whole_tree=True)
-    row(f"syncguard warm, one file changed ({Path(typical).name})", changed_typical, True)
-    row(f"syncguard warm, one file changed ({Path(largest).name})", changed_largest, True)
+    for label, name, timing in (
+        ("comment appended", Path(typical).name, changed_typical),
+        ("comment appended", Path(largest).name, changed_largest),
+        ("line inserted at the top", Path(typical).name, moved_typical),
+        ("line inserted at the top", Path(largest).name, moved_largest),
+    ):
+        row(f"syncguard warm, one file changed ({name}, {label})", timing, True)
     row(f"syncguard check one file ({Path(typical).name}, {sizes[typical] // 1000} kB)",
         one_typical)  # fmt: skip
     row(f"syncguard check one file ({Path(largest).name}, {sizes[largest] // 1000} kB)",
@@ -171,7 +184,7 @@ def measure(corpus: Path, scratch: Path, runs: int, jobs: int | None) -> int:
         row("ruff check --select ALL --no-cache", ruff, whole_tree=True)
     else:
         print("\n(ruff is not installed: no ruff row)")
-    whole_tree = (cold, warm, changed_typical, changed_largest)
+    whole_tree = (cold, warm, changed_typical, changed_largest, moved_typical, moved_largest)
     failures = [code for t in whole_tree for code in t.exit_codes if code not in (0, 1)]
     if failures:
         print(f"\nsyncguard exited with {sorted(set(failures))}: see the errors above")

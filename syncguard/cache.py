@@ -7,6 +7,8 @@ Layout of a cache folder (``.syncguard_cache/`` beside the config file, or
     .gitignore                   "*": the folder never shows up in git status
     facts-<fingerprint>-NN.pack  absolute path -> (content key, flags, facts), 16 shards
     runs-<fingerprint>.pack      run key -> findings of the project phase
+    calls-<fingerprint>-<key>.pack  per file: where its calls resolve and its hot roots,
+                                 for files whose interfaces and settings hash to <key>
 
 The fingerprint covers the cache format, the Python version (``ast`` differs
 between versions) and the source of syncguard and its rules, so a new version
@@ -19,7 +21,11 @@ pack is ignored and rebuilt.
 Facts travel as nested tuples of plain values (see :func:`encode_facts`):
 ``marshal`` loads those far faster than ``pickle`` loads frozen dataclasses,
 which matters both for a warm run and for results coming back from worker
-processes.
+processes. Each encoding starts with a digest of the file's *interface* (what
+resolving other files' calls reads of it): while no interface changes, where an
+unchanged file's calls resolve is read back instead of worked out again. A digest
+of the facts follows: the project phase's results are kept by the digests of
+every file's facts, so an edit that changes no fact (a comment) reuses them.
 """
 
 from __future__ import annotations
@@ -32,7 +38,7 @@ import pickle
 import sys
 import tempfile
 import zlib
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import fields
 from functools import cache
 from pathlib import Path
@@ -53,7 +59,7 @@ from syncguard.facts import (
 from syncguard.values import Place, Value
 
 CACHE_FOLDER = ".syncguard_cache"
-FORMAT = 2
+FORMAT = 3
 _MAGIC = b"syncguard-cache\n"
 _CHECKSUM_SIZE = 16
 _CACHEDIR_TAG = (
@@ -64,9 +70,18 @@ _CACHEDIR_TAG = (
 _KEPT_FINGERPRINTS = 3  # packs of older syncguard versions kept (several installs side by side)
 _KEPT_RUNS = 4  # results of distinct runs kept (e.g. `check .` and a pre-commit file list)
 SHARDS = 16  # facts packs per fingerprint: an edit rewrites one, not all of them
+_KEPT_CALL_GRAPHS = 2  # resolved calls of distinct sets of files (a tree, a file list)
+DIGEST_SIZE = 16  # bytes of each of the two digests that start an encoding
 
 # A file's facts, encoded by :func:`encode_facts`.
 Payload = bytes
+# Where the calls of one file resolve: for each function with calls that do, its
+# qualname, the positions of those calls in the encoded facts and their callees.
+ResolvedCalls = tuple[tuple[str, tuple[int, ...], tuple[tuple[str, str], ...]], ...]
+# What the project phase worked out for one file that holds while no interface and
+# no setting changes: its content key, where its calls resolve, and the functions
+# that are hot roots by their class or by the configured globs (qualname -> reason).
+KnownFile = tuple[bytes, ResolvedCalls, dict[str, str]]
 # Decides from a call's callee whether to keep the call (the engine drops calls
 # that cannot resolve in the linted tree).
 CallFilter = Callable[[tuple[str, ...]], bool]
@@ -145,8 +160,41 @@ def _fix(fix: Fix | None) -> tuple[Any, ...] | None:
 
 
 def encode_facts(outcome: FileFacts | FileError) -> Payload:
-    """``outcome`` as bytes: nested tuples of plain values, marshalled."""
-    return marshal.dumps(_plain(outcome))
+    """``outcome`` as bytes: its interface digest, a digest of the rest, then nested
+    tuples of plain values, marshalled."""
+    body = marshal.dumps(_plain(outcome))
+    digest = hashlib.blake2b(body, digest_size=DIGEST_SIZE).digest()
+    return interface_digest(outcome) + digest + body
+
+
+def interface_digest(outcome: FileFacts | FileError) -> bytes:
+    """A hash of what resolving calls reads of a file besides its own calls (see
+    ``Project._resolve_call``): its module, imports, the names of its functions, its
+    classes with their bases and attribute types. The order of functions and their
+    lines are left out: moving code inside a file changes no other file's calls."""
+    if isinstance(outcome, FileError):
+        return bytes(DIGEST_SIZE)
+    interface = (
+        outcome.module,
+        sorted(outcome.imports.items()),
+        sorted(outcome.functions),
+        sorted(
+            (name, c.bases, sorted(c.attribute_types.items()))
+            for name, c in outcome.classes.items()
+        ),
+    )
+    return hashlib.blake2b(repr(interface).encode(), digest_size=DIGEST_SIZE).digest()
+
+
+def interface_of(encoded: Payload) -> bytes:
+    """The interface digest of facts encoded by :func:`encode_facts`."""
+    return encoded[:DIGEST_SIZE]
+
+
+def digest_of(encoded: Payload) -> bytes:
+    """A digest of the facts encoded by :func:`encode_facts`: equal digests, equal facts
+    (files whose edits change no fact, e.g. a comment, keep it)."""
+    return encoded[DIGEST_SIZE : 2 * DIGEST_SIZE]
 
 
 def _plain(outcome: FileFacts | FileError) -> tuple[Any, ...]:
@@ -204,10 +252,21 @@ def _decode_fix(data: tuple[Any, ...] | None) -> Fix | None:
     return Fix(applicability, description, tuple(Edit(Span(*s), text) for s, text in edits))
 
 
-def decode_facts(encoded: Payload, keep_call: CallFilter | None = None) -> FileFacts | FileError:
+def decode_facts(
+    encoded: Payload,
+    keep_call: CallFilter | None = None,
+    *,
+    only_calls: Mapping[str, Sequence[int]] | None = None,
+    positions: dict[str, list[int]] | None = None,
+) -> FileFacts | FileError:
     """The facts ``encoded`` by :func:`encode_facts`, without the calls ``keep_call``
-    rejects; raises on bad data."""
-    payload = marshal.loads(encoded)
+    rejects; raises on bad data.
+
+    ``only_calls`` (qualname -> positions in the encoding) decodes those calls alone
+    instead; ``positions``, when given, receives the positions of the calls kept."""
+    if len(encoded) < 2 * DIGEST_SIZE:
+        raise ValueError("truncated facts")
+    payload = marshal.loads(memoryview(encoded)[2 * DIGEST_SIZE :])
     kind = payload[0]
     if kind == "error":
         return FileError(payload[1], payload[2], payload[3])
@@ -215,8 +274,12 @@ def decode_facts(encoded: Payload, keep_call: CallFilter | None = None) -> FileF
         facts = pickle.loads(payload[1])
         if not isinstance(facts, FileFacts):
             raise TypeError("not a FileFacts")
-        if keep_call is not None:
-            prune_calls(facts, keep_call)
+        if only_calls is not None:
+            for qualname, function in facts.functions.items():
+                at = only_calls.get(qualname, ())
+                function.calls = [function.calls[index] for index in at]
+        elif keep_call is not None or positions is not None:
+            prune_calls(facts, keep_call or _keep_every_call, positions)
         return facts
     if kind != "facts":
         raise ValueError(f"unknown payload kind {kind!r}")
@@ -229,6 +292,18 @@ def decode_facts(encoded: Payload, keep_call: CallFilter | None = None) -> FileF
     for function in encoded_functions:
         (qualname, line, class_name, params, kind_, decorators, marker, sites, calls,
          literal_defaults) = function  # fmt: skip
+        if only_calls is not None:
+            wanted = only_calls.get(qualname)
+            calls = [calls[index] for index in wanted] if wanted else ()
+        elif positions is not None:
+            kept = [
+                index for index, call in enumerate(calls) if keep_call is None or keep_call(call[0])
+            ]
+            positions[qualname] = kept
+            calls = [calls[index] for index in kept]
+        elif keep_call is not None:
+            calls = [call for call in calls if keep_call(call[0])]
+        # (Most functions have neither: spare building comprehensions for them.)
         functions[qualname] = FunctionFacts(
             qualname, line, class_name, params, kind_, decorators, marker,
             [
@@ -236,14 +311,13 @@ def decode_facts(encoded: Payload, keep_call: CallFilter | None = None) -> FileF
                      in_loop, _decode_fix(fix), requires)
                 for code, span, statement, message, suggestion, value, in_loop, fix, requires
                 in sites
-            ],
+            ] if sites else [],
             [
                 CallSite(callee, Span(*span), statement, arguments[args], keywords[kwargs],
                          in_loop, requires, spread, forwards)
                 for callee, span, statement, args, kwargs, in_loop, requires, spread, forwards
                 in calls
-                if keep_call is None or keep_call(callee)
-            ],
+            ] if calls else [],
             literal_defaults,
         )  # fmt: skip
     classes = {
@@ -260,6 +334,10 @@ def decode_facts(encoded: Payload, keep_call: CallFilter | None = None) -> FileF
     )
 
 
+def _keep_every_call(callee: tuple[str, ...]) -> bool:
+    return True
+
+
 # Values decoded so far: a few dozen distinct ones serve every file (they are immutable).
 _VALUES: dict[tuple[int, tuple[str, ...], tuple[str, ...]], Value] = {}
 
@@ -270,13 +348,24 @@ def _value(entry: tuple[int, tuple[str, ...], tuple[str, ...]]) -> Value:
     return value
 
 
-def prune_calls(facts: FileFacts, keep_call: CallFilter) -> None:
-    """Drop from ``facts`` the calls ``keep_call`` rejects."""
-    for function in facts.functions.values():
-        function.calls = [call for call in function.calls if keep_call(call.callee)]
+def prune_calls(
+    facts: FileFacts, keep_call: CallFilter, positions: dict[str, list[int]] | None = None
+) -> None:
+    """Drop from ``facts`` the calls ``keep_call`` rejects; ``positions``, when given,
+    receives the former positions of the calls kept."""
+    for qualname, function in facts.functions.items():
+        kept = [index for index, call in enumerate(function.calls) if keep_call(call.callee)]
+        function.calls = [function.calls[index] for index in kept]
+        if positions is not None:
+            positions[qualname] = kept
 
 
 # ---------------------------------------------------------------------- packs
+
+
+def _checksum(body: bytes | memoryview) -> bytes:
+    """Of a pack's body (SHA-256: hashed in hardware by most CPUs, the fastest here)."""
+    return hashlib.sha256(body).digest()[:_CHECKSUM_SIZE]
 
 
 def _read_pack(path: Path) -> dict[Any, Any]:
@@ -289,7 +378,7 @@ def _read_pack(path: Path) -> dict[Any, Any]:
     if len(data) < header or not data.startswith(_MAGIC):
         return {}
     body = memoryview(data)[header:]
-    if hashlib.blake2b(body, digest_size=_CHECKSUM_SIZE).digest() != data[len(_MAGIC) : header]:
+    if _checksum(body) != data[len(_MAGIC) : header]:
         return {}
     try:
         loaded = marshal.loads(body)
@@ -301,7 +390,7 @@ def _read_pack(path: Path) -> dict[Any, Any]:
 def _write_pack(path: Path, content: dict[Any, Any]) -> None:
     """Store ``content`` at ``path`` atomically; raises OSError."""
     body = marshal.dumps(content)
-    checksum = hashlib.blake2b(body, digest_size=_CHECKSUM_SIZE).digest()
+    checksum = _checksum(body)
     handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".tmp")
     try:
         with os.fdopen(handle, "wb") as stream:
@@ -336,6 +425,7 @@ class Cache:
         ]
         self._dirty: set[int] = set()
         self._runs: dict[bytes, bytes] | None = None
+        self._resolved: dict[bytes, dict[str, KnownFile]] = {}
 
     def _shard_path(self, shard: int) -> Path:
         return self.folder / f"facts-{fingerprint()}-{shard:02d}.pack"
@@ -386,6 +476,55 @@ class Cache:
         self._runs = kept
         self._save(self._runs_path, kept)
 
+    def known_files(self, interface_key: bytes) -> dict[str, KnownFile]:
+        """Per file path: what an earlier run over files whose interfaces (and the
+        settings) hash to ``interface_key`` stored; empty if none."""
+        found = self._resolved.get(interface_key)
+        if found is None:
+            found = self._resolved[interface_key] = {
+                path: entry
+                for path, entry in _read_pack(self._calls_path(interface_key)).items()
+                if isinstance(path, str)
+                and isinstance(entry, tuple)
+                and len(entry) == 3
+                and isinstance(entry[0], bytes)
+                and isinstance(entry[1], tuple)
+                and isinstance(entry[2], dict)
+            }
+        return found
+
+    def store_known_files(self, interface_key: bytes, entries: dict[str, KnownFile]) -> None:
+        """Keep what the project phase worked out for a set of files (and for one other
+        set)."""
+        path = self._calls_path(interface_key)
+        self._resolved[interface_key] = entries
+        self._save(path, entries)
+        graphs = sorted(
+            self.folder.glob(f"calls-{fingerprint()}-*.pack"),
+            key=lambda found: (found == path, _modified(found)),
+            reverse=True,
+        )
+        for old in graphs[_KEPT_CALL_GRAPHS:]:
+            with contextlib.suppress(OSError):
+                old.unlink()
+
+    def interface(self, path: str) -> bytes | None:
+        """The interface digest of the facts stored for the file at ``path``, whatever
+        its content was then (a guess at its interface now); None unless those were
+        facts of a linted file."""
+        absolute = os.path.abspath(path)
+        entry = self._shards[shard_of(absolute)].get(absolute)
+        if entry is None or entry[1] or entry[2] or not isinstance(entry[3], bytes):
+            return None
+        return interface_of(entry[3])
+
+    def drop_known_files(self) -> None:
+        """Let go of what :meth:`known_files` read (large, and no longer needed)."""
+        self._resolved.clear()
+
+    def _calls_path(self, interface_key: bytes) -> Path:
+        return self.folder / f"calls-{fingerprint()}-{interface_key.hex()}.pack"
+
     def save(self, linted: Iterable[str]) -> None:
         """Write back the shards that changed; forget files that no longer exist."""
         seen = {os.path.abspath(path) for path in linted}
@@ -427,11 +566,18 @@ def prepare_folder(folder: Path) -> None:
             marker.write_text(text, encoding="utf-8")
 
 
+def _modified(path: Path) -> float:
+    try:
+        return path.stat().st_mtime
+    except OSError:
+        return 0.0  # removed meanwhile by another run
+
+
 def _drop_old_packs(folder: Path) -> None:
     """Remove the packs of all but the few most recently written fingerprints."""
     written: dict[str, float] = {}
     packs: list[tuple[Path, str]] = []
-    for pack in [*folder.glob("facts-*.pack"), *folder.glob("runs-*.pack")]:
+    for pack in (p for kind in ("facts", "runs", "calls") for p in folder.glob(f"{kind}-*.pack")):
         stamp = pack.stem.split("-")[1]
         try:
             modified = pack.stat().st_mtime

@@ -17,7 +17,7 @@ import multiprocessing as mp
 import os
 import threading
 import tokenize
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from contextlib import contextmanager
@@ -28,16 +28,19 @@ from syncguard.analysis import FileAnalyzer
 from syncguard.cache import (
     Cache,
     CallFilter,
+    KnownFile,
     Payload,
     content_key,
     decode_facts,
+    digest_of,
     encode_facts,
+    interface_of,
     prune_calls,
 )
 from syncguard.config import Settings
 from syncguard.discovery import discover, module_name
 from syncguard.facts import FileError, FileFacts
-from syncguard.project import Finding, HotSettings, Project, SourceFile, root_of
+from syncguard.project import Finding, FunctionId, HotSettings, Project, SourceFile, root_of
 from syncguard.rule import Rule
 from syncguard.rules import all_rules
 from syncguard.suppression import ignores_file, parse_line
@@ -224,7 +227,7 @@ def lint_files(
     )
     run_scope = scope or settings.scope
     with _gc_paused():
-        units = _per_file_phase(files, sources or {}, rules, jobs, cache, progress)
+        units = _per_file_phase(files, sources or {}, rules, jobs, cache, hot_settings, progress)
         for unit in units:
             if unit.error:
                 error = _outcome(unit, rules, cache, None)
@@ -240,7 +243,9 @@ def lint_files(
             if cache is not None and run_key is not None:
                 cache.store_findings(run_key, findings)
         for unit in units:  # let the facts go before the collector resumes
-            unit.outcome = None
+            unit.outcome = unit.targets = unit.roots = unit.positions = None
+        if cache is not None:
+            cache.drop_known_files()
     suppressions = _Suppressions({u.path: u.text for u in units if u.text is not None})
     for finding in findings:
         if not settings.selects(finding.code) or _per_file_ignored(
@@ -263,18 +268,30 @@ def _project_findings(
     hot_settings: HotSettings,
     scope: str,
 ) -> list[Finding]:
-    """The project phase over the facts of ``linted`` (decoded here, dropped on return)."""
+    """The project phase over the facts of ``linted`` (decoded here, dropped on return).
+
+    Where the calls of unchanged files resolve, and which of their functions are hot
+    roots by their class or the settings, come from the cache while no file's
+    interface (see :func:`syncguard.cache.interface_digest`) and no setting changed;
+    the other files' are worked out here, and kept for the next run."""
     keep_call = _CallFilter({unit.module for unit in linted})
+    interface_key = _interface_key(linted, _interface, hot_settings) if cache is not None else None
+    known = cache.known_files(interface_key) if cache and interface_key else {}
     roots: dict[tuple[str, int], str] = {}  # (folder, package depth) -> import root
     analysed: list[SourceFile] = []
     for unit in linted:
+        if unit.targets is not None and unit.targets_key != interface_key:
+            unit.outcome = unit.targets = unit.roots = None  # other interfaces then
+        if unit.outcome is None and unit.payload is not None:
+            with contextlib.suppress(Exception):  # left to _outcome, which re-analyses
+                _decode(unit, keep_call, known, interface_key)
         facts = _outcome(unit, rules, cache, keep_call)
         if isinstance(facts, FileFacts):  # else the file became unreadable meanwhile
             where = (os.path.dirname(unit.path), unit.module.count(".") + unit.is_package)
             root = roots.get(where)
             if root is None:
                 root = roots[where] = root_of(unit.path, unit.module, unit.is_package)
-            analysed.append(SourceFile(unit.path, root, facts))
+            analysed.append(SourceFile(unit.path, root, facts, unit.targets, unit.roots))
     rule_classes = {rule.code: type(rule) for rule in rules}
     project = Project(
         analysed,
@@ -283,7 +300,90 @@ def _project_findings(
         frozenset(code for code, rule in rule_classes.items() if rule.graph_break),
         rules,
     )
-    return project.findings(scope)
+    findings = project.findings(scope)
+    if cache is not None and interface_key is not None:
+        _keep_known_files(cache, interface_key, known, linted, project)
+    return findings
+
+
+def _interface(unit: _Unit) -> bytes | None:
+    return interface_of(unit.payload) if unit.payload is not None else None
+
+
+def _interface_key(
+    units: Iterable[_Unit], interface: Callable[[_Unit], bytes | None], settings: HotSettings
+) -> bytes | None:
+    """A hash of the hot-path settings and of the linted files' paths and interfaces:
+    where calls resolve and which functions are declared hot roots depend on nothing
+    else besides a file's own facts; None when an interface is unknown."""
+    digest = hashlib.blake2b(repr(settings).encode(), digest_size=16)
+    for unit in units:
+        found = interface(unit) if unit.key is not None else None
+        if found is None:
+            return None
+        digest.update(f"{unit.path}\0{unit.is_package}\0".encode("utf-8", "surrogateescape"))
+        digest.update(found)
+    return digest.digest()
+
+
+def _decode(
+    unit: _Unit,
+    keep_call: CallFilter,
+    known: Mapping[str, KnownFile],
+    interface_key: bytes | None,
+) -> None:
+    """Decode the cached facts of ``unit``: only the calls that resolve, with their
+    callees, when ``known`` has them for its content; else the calls ``keep_call``
+    keeps, noting where they were in the encoding."""
+    assert unit.payload is not None
+    entry = known.get(unit.path)
+    if entry is not None and entry[0] == unit.key:
+        resolved = entry[1]
+        only = {qualname: at for qualname, at, _ in resolved}
+        unit.outcome = decode_facts(unit.payload, only_calls=only)
+        unit.targets = {qualname: targets for qualname, _, targets in resolved}
+        unit.roots = entry[2]
+        unit.targets_key = interface_key
+    else:
+        positions: dict[str, list[int]] = {}
+        unit.outcome = decode_facts(unit.payload, keep_call, positions=positions)
+        unit.positions = positions
+    unit.pruned = True
+
+
+def _keep_known_files(
+    cache: Cache,
+    interface_key: bytes,
+    known: Mapping[str, KnownFile],
+    linted: Sequence[_Unit],
+    project: Project,
+) -> None:
+    """Store what the project phase worked out for every linted file (where its calls
+    resolve, its declared hot roots) if it had to for any."""
+    entries: dict[str, KnownFile] = {}
+    for unit in linted:
+        if unit.key is None or unit.path not in project.by_path:
+            continue
+        if unit.targets is not None:
+            entries[unit.path] = known[unit.path]
+        elif unit.positions is not None:
+            positions = unit.positions
+            entries[unit.path] = (
+                unit.key,
+                tuple(
+                    (
+                        qualname,
+                        tuple(positions[qualname][index] for index, _ in found),
+                        tuple(target for _, target in found),
+                    )
+                    for qualname, found in project.resolved_calls(unit.path).items()
+                ),
+                project.declared_roots(unit.path),
+            )
+    if entries.keys() != known.keys() or any(
+        unit.positions is not None for unit in linted if unit.path in entries
+    ):
+        cache.store_known_files(interface_key, entries)
 
 
 # Analysing fewer bytes than this in worker processes costs more than it saves.
@@ -305,6 +405,13 @@ class _Unit:
     outcome: FileFacts | FileError | None = None
     payload: Payload | None = None  # the outcome encoded, decoded only when needed
     pruned: bool = False  # ``outcome`` holds only calls that may resolve in the tree
+    # Where the calls of ``outcome`` resolve, by function, when it holds only those (read
+    # from the cache), and the interface key of the files they were resolved against.
+    targets: dict[str, tuple[FunctionId, ...]] | None = None
+    roots: dict[str, str] | None = None  # read with them: the declared hot roots
+    targets_key: bytes | None = None
+    # Otherwise, once pruned: where each call kept was among the function's calls.
+    positions: dict[str, list[int]] | None = None
 
 
 def _per_file_phase(
@@ -313,6 +420,7 @@ def _per_file_phase(
     rules: Sequence[Rule],
     jobs: int,
     cache: Cache | None,
+    hot_settings: HotSettings,
     progress: Callable[[int, int], None] | None,
 ) -> list[_Unit]:
     """Every file with its facts: cached (still encoded), or analysed here or in workers."""
@@ -354,16 +462,30 @@ def _per_file_phase(
 
     def decode_cached() -> None:
         """Decode the cached facts while workers analyse the rest (the project phase
-        will need them): calls into modules outside every discovered file are dropped."""
+        will need them): calls into modules outside every discovered file are dropped.
+        Where calls resolve is read from the cache if the files being analysed keep
+        the interfaces they had (a guess the project phase checks)."""
         keep_call = _CallFilter({unit.module for unit in units})
+        guess = None
+        if cache is not None:
+            guess = _interface_key(
+                [unit for unit in units if not unit.error and not unit.ignored],
+                lambda unit: _interface(unit) or cache.interface(unit.path),
+                hot_settings,
+            )
+        known = cache.known_files(guess) if cache is not None and guess else {}
         for unit in units:
             if unit.payload is not None and unit.outcome is None:
                 with contextlib.suppress(Exception):  # left to _outcome, which re-analyses
-                    unit.outcome = decode_facts(unit.payload, keep_call)
-                    unit.pruned = True
+                    _decode(unit, keep_call, known, guess)
 
+    # Worker processes pay off when they analyse files side by side; for one file they
+    # would only let this process decode the cached facts meanwhile, which forking
+    # and, when the file's facts did not change, decoding for nothing cost more.
     size = sum(len(unit.data or b"") for unit in pending)
     workers = min(jobs, len(pending)) if jobs > 1 and size >= POOL_MIN_BYTES else 0
+    if workers < 2:
+        workers = 0
     if workers:
         try:
             for unit, (ignored, failed, payload) in zip(
@@ -434,7 +556,9 @@ def _outcome(
     """The facts of ``unit``, with only the calls ``keep_call`` keeps."""
     if unit.outcome is not None:
         if keep_call is not None and not unit.pruned and isinstance(unit.outcome, FileFacts):
-            prune_calls(unit.outcome, keep_call)
+            unit.positions = {}
+            prune_calls(unit.outcome, keep_call, unit.positions)
+            unit.pruned = True
         return unit.outcome
     assert unit.payload is not None
     try:
@@ -477,13 +601,15 @@ class _CallFilter:
 
 
 def _run_key(linted: Sequence[_Unit], hot_settings: HotSettings, scope: str) -> bytes | None:
-    """What decides the project phase's result: every linted file's path and content key,
-    the hot-path settings and the scope; None when some input is not a file on disk."""
+    """What decides the project phase's result: every linted file's path, package flag
+    and facts (by their digest), the hot-path settings and the scope; None when some
+    input is not a file on disk or has no encoded facts."""
     digest = hashlib.blake2b(repr((hot_settings, scope)).encode(), digest_size=16)
     for unit in linted:
-        if unit.key is None:
+        if unit.key is None or unit.payload is None:
             return None
-        digest.update(unit.path.encode("utf-8", "surrogateescape") + b"\0" + unit.key)
+        digest.update(f"{unit.path}\0{unit.is_package}\0".encode("utf-8", "surrogateescape"))
+        digest.update(digest_of(unit.payload))
     return digest.digest()
 
 

@@ -67,11 +67,19 @@ _COMPILED_DECORATORS = frozenset({"torch.compile"})
 
 @dataclass(frozen=True, slots=True)
 class SourceFile:
-    """A linted file: its display path, its import root and its facts."""
+    """A linted file: its display path, its import root and its facts.
+
+    ``targets``, when an earlier run resolved this file's calls against files with
+    the same interfaces, gives the callee of each call of each function (by
+    qualname); the facts then hold only calls that resolve."""
 
     path: str
     root: str
     facts: FileFacts
+    targets: Mapping[str, Sequence[FunctionId]] | None = None
+    # Likewise known from such a run with the same settings: the functions that
+    # Project._declared_root_reason finds a reason for, with the reason.
+    roots: Mapping[str, str] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -177,16 +185,56 @@ class Project:
             for file in self.files
             for qualname, function in file.facts.functions.items()
         }
-        self.ids = sorted(self.functions, key=lambda fid: (fid[0], self.functions[fid].line))
         self.declared_host = self._declared_host()
+        # In (path, line) order, as a sort of every function by that key would give.
+        self.ids: list[FunctionId] = []
         self.targets: dict[tuple[FunctionId, int], FunctionId] = {}
         self.callers: dict[FunctionId, list[tuple[FunctionId, CallSite]]] = {}
-        for fid in self.ids:
-            for index, call in enumerate(self.functions[fid].calls):
-                target = self._resolve_call(fid, call)
+        functions, targets, callers = self.functions, self.targets, self.callers
+        for file in sorted(self.files, key=lambda f: f.path):
+            known = file.targets
+            in_order = sorted(file.facts.functions.items(), key=lambda item: item[1].line)
+            for qualname, function in in_order:
+                fid = (file.path, qualname)
+                self.ids.append(fid)
+                calls = function.calls
+                if not calls:
+                    continue
+                resolved: Sequence[FunctionId | None] | None = (
+                    known.get(qualname, ()) if known is not None else None
+                )
+                if resolved is None or len(resolved) != len(calls):
+                    resolved = [self._resolve_call(fid, call) for call in calls]
+                for index, (call, target) in enumerate(zip(calls, resolved, strict=True)):
+                    if target is not None and target in functions:
+                        targets[(fid, index)] = target
+                        found = callers.get(target)
+                        if found is None:
+                            callers[target] = [(fid, call)]
+                        else:
+                            found.append((fid, call))
+
+    def resolved_calls(self, path: str) -> dict[str, list[tuple[int, FunctionId]]]:
+        """For each function of the file at ``path``: (index among its calls, callee) of
+        each call that resolves in the tree."""
+        found: dict[str, list[tuple[int, FunctionId]]] = {}
+        for qualname, function in self.by_path[path].facts.functions.items():
+            fid = (path, qualname)
+            for index in range(len(function.calls)):
+                target = self.targets.get((fid, index))
                 if target is not None:
-                    self.targets[(fid, index)] = target
-                    self.callers.setdefault(target, []).append((fid, call))
+                    found.setdefault(qualname, []).append((index, target))
+        return found
+
+    def declared_roots(self, path: str) -> dict[str, str]:
+        """Qualname -> :meth:`_declared_root_reason` of the functions of the file at
+        ``path`` that have one."""
+        found: dict[str, str] = {}
+        for qualname in self.by_path[path].facts.functions:
+            reason = self._declared_root_reason((path, qualname))
+            if reason is not None:
+                found[qualname] = reason
+        return found
 
     def _declared_host(self) -> dict[FunctionId, frozenset[str]]:
         """Parameters the ``host-parameters`` setting names: ``PARAM_GLOB`` anywhere, or
@@ -197,8 +245,8 @@ class Project:
         ]
         compiled = [
             (
-                None if where == "*" else _compiled_globs((where,))[0][1],
-                _compiled_globs((name,))[0][1],
+                None if where == "*" else _compiled_globs((where,))[0],
+                _compiled_globs((name,))[0],
             )
             for where, name in patterns
         ]
@@ -387,9 +435,10 @@ class Project:
             return True
         if _MEASURING_WORDS & set(name.lower().split("_")):
             return True  # timing / profiling code: its syncs are the measurement
-        if any(decorator in _COLD_DECORATORS for decorator in function.decorators):
+        if function.decorators and not _COLD_DECORATORS.isdisjoint(function.decorators):
             return True
-        return _matches(self.qualified(fid), self.settings.cold_functions) is not None
+        patterns = self.settings.cold_functions
+        return bool(patterns) and _matches(self.qualified(fid), patterns) is not None
 
     def _root_reason(self, fid: FunctionId, compiled_refs: set[FunctionId]) -> str | None:
         function = self.functions[fid]
@@ -400,6 +449,15 @@ class Project:
                 return _HOT_DECORATORS[decorator]
         if fid in compiled_refs:
             return "torch.compile"
+        known = self.by_path[fid[0]].roots
+        if known is not None:
+            return known.get(fid[1])
+        return self._declared_root_reason(fid)
+
+    def _declared_root_reason(self, fid: FunctionId) -> str | None:
+        """Why ``fid`` is a hot root by what its class is or by the configured globs;
+        this depends only on its file, the interfaces of the others and the settings."""
+        function = self.functions[fid]
         name = function.qualname.rpartition(".")[2]
         if function.class_name is not None and name in ("forward", "__call__", "backward"):
             kind = self._class_kind((fid[0], function.class_name))
@@ -410,10 +468,11 @@ class Project:
                 return name
             if kind == "autograd" and name != "__call__":
                 return f"autograd.Function.{name}"
-        pattern = _matches(self.qualified(fid), self.settings.hot_functions)
+        here = self.qualified(fid)
+        pattern = _matches(here, self.settings.hot_functions)
         if pattern is not None:
             return f"hot-functions: {pattern}"
-        if _matches(self.qualified(fid), self.settings.compiled_functions) is not None:
+        if _matches(here, self.settings.compiled_functions) is not None:
             return "compiled-functions"
         return None
 
@@ -437,10 +496,8 @@ class Project:
         hot: dict[FunctionId, _Hot] = {}
         compiled_roots: list[FunctionId] = []
         for fid in self.ids:
-            if self._is_cold(fid):
-                continue
-            reason = self._root_reason(fid, compiled_refs)
-            if reason is not None:
+            reason = self._root_reason(fid, compiled_refs)  # first: most functions have none
+            if reason is not None and not self._is_cold(fid):
                 hot[fid] = _Hot(reason, (), True)
                 function = self.functions[fid]
                 if reason in ("torch.compile", "compiled-functions") or any(
@@ -639,21 +696,28 @@ class Project:
 
     # -------------------------------------------------------------- findings
 
-    def host_parameters(self) -> dict[FunctionId, frozenset[str]]:
+    def host_parameters(
+        self, wanted: Iterable[FunctionId] | None = None
+    ) -> dict[FunctionId, frozenset[str]]:
         """Parameters that every caller in the tree (cold ones and the function itself
         aside) passes host data for: host values, or parameters of its own that are such.
         A root such as a submodule's ``forward`` then sees host data there
-        (``self.encoder(x, lens_cpu)``), where without callers they may hold anything."""
+        (``self.encoder(x, lens_cpu)``), where without callers they may hold anything.
+
+        With ``wanted``, only the functions that are asked for and their callers,
+        transitively, are looked at (what a function learns depends on its callers
+        alone): the same answer for those, at a fraction of the cost."""
+        scope = self.functions if wanted is None else self._upstream(wanted)
         callers = {
             fid: [
                 (caller, call)
                 for caller, call in self.callers.get(fid, ())
                 if caller != fid and not self._is_cold(caller)
             ]
-            for fid in self.functions
+            for fid in scope
         }
         known: dict[FunctionId, set[str]] = {
-            fid: set(self.declared_host.get(fid, ())) for fid in self.functions
+            fid: set(self.declared_host.get(fid, ())) for fid in scope
         }
         callees: dict[FunctionId, set[FunctionId]] = {}
         for fid, calls in callers.items():
@@ -661,7 +725,7 @@ class Project:
                 callees.setdefault(caller, set()).add(fid)
         # A least fixpoint (only what some chain of callers proves), as a worklist: a
         # function is looked at again only when one of its callers learned something.
-        pending = deque(fid for fid in self.ids if callers[fid])
+        pending = deque(fid for fid in self.ids if callers.get(fid))
         queued = set(pending)
         while pending:
             fid = pending.popleft()
@@ -690,10 +754,38 @@ class Project:
                         queued.add(callee)
         return {fid: frozenset(names) for fid, names in known.items() if names}
 
+    def _upstream(self, wanted: Iterable[FunctionId]) -> set[FunctionId]:
+        """``wanted`` and every function that calls one of them, transitively (cold
+        callers and recursion aside, as :meth:`host_parameters` counts callers)."""
+        seen = set(wanted)
+        stack = list(seen)
+        while stack:
+            fid = stack.pop()
+            for caller, _ in self.callers.get(fid, ()):
+                if caller not in seen and caller != fid and not self._is_cold(caller):
+                    seen.add(caller)
+                    stack.append(caller)
+        return seen
+
+    @staticmethod
+    def _passes_parameters(function: FunctionFacts) -> bool:
+        """True when some site or call of ``function`` works on its parameters' data."""
+        return any(site.value.place is Place.PARAM for site in function.sites) or any(
+            value.place is Place.PARAM
+            for call in function.calls
+            for value in (*call.args, *(value for _, value in call.kwargs))
+        )
+
     def findings(self, scope: str = "hot") -> list[Finding]:
         hot, compiled = self.hot_paths()
         summary = self.summaries({fid for fid, info in hot.items() if info.is_root})
-        host_parameters = self.host_parameters()
+        # What callers pass matters only where a root's own parameters reach a sync.
+        host_parameters = self.host_parameters(
+            fid
+            for fid in self.ids
+            if (hot[fid].is_root if fid in hot else scope == "all")
+            and self._passes_parameters(self.functions[fid])
+        )
         results: list[Finding] = []
         for fid in self.ids:
             info = hot.get(fid)
@@ -892,15 +984,28 @@ def _contradicts(required: str, passed: str | None) -> bool:
 
 def _matches(name: str, patterns: tuple[str, ...]) -> str | None:
     """The first glob of ``patterns`` that matches ``name``."""
-    for pattern, match in _compiled_globs(patterns):
+    if not patterns:
+        return None
+    any_match, each = _compiled_globs(patterns)
+    if any_match(name) is None:  # one regex for all: most names match none
+        return None
+    for pattern, match in each:
         if match(name):
             return pattern
     return None
 
 
 @functools.lru_cache(maxsize=32)
-def _compiled_globs(patterns: tuple[str, ...]) -> tuple[tuple[str, Callable[[str], object]], ...]:
-    return tuple((pattern, re.compile(fnmatch.translate(pattern)).match) for pattern in patterns)
+def _compiled_globs(
+    patterns: tuple[str, ...],
+) -> tuple[Callable[[str], object], tuple[tuple[str, Callable[[str], object]], ...]]:
+    """A matcher for any of ``patterns``, and one for each."""
+    translated = [fnmatch.translate(pattern) for pattern in patterns]
+    any_match = re.compile("|".join(f"(?:{regex})" for regex in translated)).match
+    return any_match, tuple(
+        (pattern, re.compile(regex).match)
+        for pattern, regex in zip(patterns, translated, strict=True)
+    )
 
 
 def root_of(path: str, module: str, is_package: bool) -> str:

@@ -95,7 +95,7 @@ def test_a_damaged_pack_is_ignored_and_rebuilt(
     folder = project / "cache"
     expected = codes(lint_files(["pkg"], cache_dir=folder))
     assert expected
-    for target in [*packs(folder), *packs(folder, "runs")]:
+    for target in [*packs(folder), *packs(folder, "runs"), *packs(folder, "calls")]:
         target.write_bytes(damage(target.read_bytes()))
     result = lint_files(["pkg"], cache_dir=folder)
     assert codes(result) == expected and not result.warnings
@@ -122,6 +122,22 @@ def test_foreign_entries_in_a_valid_pack_are_recomputed(project: Path) -> None:
         cache_module._write_pack(target, entries)  # valid packs holding nonsense
     for target in packs(folder, "runs"):
         target.unlink()  # so that the project phase runs on those facts
+    result = lint_files(["pkg"], cache_dir=folder)
+    assert codes(result) == expected and not result.warnings
+    assert codes(lint_files(["pkg"], cache_dir=folder)) == expected
+
+
+def test_nonsense_in_a_valid_calls_pack_changes_no_finding(project: Path) -> None:
+    folder = project / "cache"
+    expected = codes(lint_files(["pkg"], cache_dir=folder))
+    (project / "pkg" / "hot.py").write_text(HOT + "\n# edited\n")  # so the project phase runs
+    for target in packs(folder, "calls"):
+        entries = cache_module._read_pack(target)
+        assert entries
+        for path, (key, resolved, roots) in entries.items():
+            nonsense = tuple((name, (99,) * len(at), targets) for name, at, targets in resolved)
+            entries[path] = (key, nonsense, roots) if "model" in path else "junk"
+        cache_module._write_pack(target, entries)
     result = lint_files(["pkg"], cache_dir=folder)
     assert codes(result) == expected and not result.warnings
     assert codes(lint_files(["pkg"], cache_dir=folder)) == expected

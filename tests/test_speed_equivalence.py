@@ -6,6 +6,7 @@ import io
 import os
 import shutil
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -13,9 +14,11 @@ import pytest
 from conftest import FIXTURES
 from syncguard import engine
 from syncguard.cli import progress_bar
+from syncguard.config import Settings
 from syncguard.discovery import discover, module_name
 from syncguard.engine import LintResult, lint_files
 from syncguard.progress import ProgressBar, render
+from syncguard.project import Finding, Project
 
 
 def generated_tree(root: Path, modules: int = 12) -> Path:
@@ -111,13 +114,15 @@ def test_generated_tree_lints_the_same_in_every_mode_and_after_an_edit(
     for mode, result in run_modes(["gen"], cache).items():
         assert outcome(result) == outcome(reference), mode
 
-    # One file changed: its facts are recomputed, every other file's come from the cache.
+    # Two files changed: their facts are recomputed, every other file's come from the cache.
     last = root / "gen" / "ops" / "m11.py"
     last.write_text(last.read_text().replace("total.item()", "total.tolist()"))
+    (root / "gen" / "ops" / "m3.py").write_text((root / "gen" / "ops" / "m3.py").read_text() + "\n")
     changed = lint_files(["gen"], jobs=1)
     assert outcome(changed) != outcome(reference)
-    # In a worker while this process decodes the cached facts of the others:
+    # In workers while this process decodes the cached facts of the others:
     assert outcome(lint_files(["gen"], cache_dir=cache, jobs=2)) == outcome(changed)
+    last.write_text(last.read_text() + "\n")
     assert outcome(lint_files(["gen"], cache_dir=cache)) == outcome(changed)
     last.write_text(last.read_text().replace("total.tolist()", "total.item()"))
     assert outcome(lint_files(["gen"], cache_dir=cache)) == outcome(reference)  # here
@@ -238,3 +243,135 @@ def test_progress_line_fits_the_terminal() -> None:
         assert line.endswith("] 1234/3231 files")
         assert len(line) < max(columns, 40)
     assert render(0, 10, 80).count("#") == 0 and render(10, 10, 80).count("-") == 0
+
+
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_warm_runs_after_edits_find_what_uncached_runs_find(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, small_pool_threshold: None, jobs: int
+) -> None:
+    """Where unchanged files' calls resolve comes from the cache while interfaces stay;
+    edits to bodies, to interfaces and deleted files all give uncached findings."""
+    root = generated_tree(tmp_path / "tree")
+    monkeypatch.chdir(root)
+    cache = tmp_path / "cache"
+    ops = root / "gen" / "ops"
+    model = root / "gen" / "model.py"
+
+    def replace(path: Path, old: str, new: str) -> None:
+        text = path.read_text()
+        assert old in text
+        path.write_text(text.replace(old, new))
+
+    def add_late_call() -> None:  # an import of a name the module does not define yet
+        replace(
+            model,
+            "from gen.ops import entry\n",
+            "from gen.ops import entry\nfrom gen.ops.m2 import late\n",
+        )
+        replace(model, "        return y\n", "        return y + late(x)\n")
+
+    def move_lines_and_edit_a_body() -> None:
+        replace(ops / "m0.py", "total.item()", "total.tolist()")
+        (ops / "m0.py").write_text("# a new first line\n" + (ops / "m0.py").read_text())
+
+    edits = {
+        "a body, lines moved": move_lines_and_edit_a_body,
+        "a call to a missing function": add_late_call,
+        "the function added": lambda: replace(
+            ops / "m2.py", "def entry(", "def late(x):\n    return x.item()\n\n\ndef entry("
+        ),
+        "a method renamed": lambda: replace(ops / "m3.py", "def forward(", "def forward_renamed("),
+        "a file deleted": lambda: (ops / "m11.py").unlink(),
+    }
+    before = outcome(lint_files(["gen"], cache_dir=cache, jobs=jobs))
+    for step, (name, edit) in enumerate(edits.items()):
+        edit()
+        # With jobs 2, a second file changed too: two files are analysed in workers
+        # while this process decodes the others (guessing that interfaces stayed).
+        if jobs == 2:
+            (ops / "m7.py").write_text((ops / "m7.py").read_text() + f"# edit {step}\n")
+        uncached = outcome(lint_files(["gen"], jobs=1))
+        assert uncached != before, f"{name}: the edit should change the findings"
+        assert outcome(lint_files(["gen"], cache_dir=cache, jobs=jobs)) == uncached, name
+        before = uncached
+
+
+def test_after_a_body_edit_only_the_edited_file_is_worked_out_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Its calls are resolved and its declared hot roots found; the other files' come
+    from the cache."""
+    root = generated_tree(tmp_path / "tree")
+    monkeypatch.chdir(root)
+    cache = tmp_path / "cache"
+    lint_files(["gen"], cache_dir=cache)
+    edited = root / "gen" / "ops" / "m4.py"
+    edited.write_text(edited.read_text().replace("x.max().item()", "x.max().tolist()"))
+    worked_in: dict[str, set[str]] = {"_resolve_call": set(), "_declared_root_reason": set()}
+    for name, paths in worked_in.items():
+        original = getattr(Project, name)
+
+        def spy(
+            self: Project,
+            fid: tuple[str, str],
+            *rest: object,
+            paths: set[str] = paths,
+            original: Callable[..., object] = original,
+        ) -> object:
+            paths.add(fid[0])
+            return original(self, fid, *rest)
+
+        monkeypatch.setattr(Project, name, spy)
+    warm = lint_files(["gen"], cache_dir=cache)
+    assert worked_in == {name: {os.path.join("gen", "ops", "m4.py")} for name in worked_in}
+    monkeypatch.undo()
+    monkeypatch.chdir(root)
+    assert outcome(warm) == outcome(lint_files(["gen"]))
+
+
+def test_other_hot_path_settings_are_not_served_cached_roots(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = generated_tree(tmp_path / "tree")
+    monkeypatch.chdir(root)
+    cache = tmp_path / "cache"
+    lint_files(["gen"], cache_dir=cache)
+    (root / "gen" / "ops" / "m5.py").write_text(
+        (root / "gen" / "ops" / "m5.py").read_text() + "\n# an edit\n"
+    )
+    wider = Settings(hot_functions=(*Settings().hot_functions, "gen.ops.*.entry"))
+    uncached = lint_files(["gen"], settings=wider)
+    assert outcome(uncached) != outcome(lint_files(["gen"]))  # the glob adds hot roots
+    assert outcome(lint_files(["gen"], settings=wider, cache_dir=cache)) == outcome(uncached)
+
+
+def test_an_edit_that_changes_no_fact_reuses_the_project_phase(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A comment changes no fact: the earlier project phase's findings are reused, and
+    the suppression comments are still read from the file as it is now."""
+    root = generated_tree(tmp_path / "tree")
+    monkeypatch.chdir(root)
+    cache = tmp_path / "cache"
+    first = lint_files(["gen"], cache_dir=cache)
+    model = root / "gen" / "model.py"
+    assert any(f.code == "SG401" and f.path.endswith("model.py") for f in first.findings)
+    model.write_text(
+        model.read_text().replace(
+            "torch.cuda.synchronize()\n", "torch.cuda.synchronize()  # noqa: SG401\n"
+        )
+        + "# a comment\n"
+    )
+    runs: list[str] = []
+    findings = Project.findings
+
+    def counted(self: Project, scope: str = "hot") -> list[Finding]:
+        runs.append(scope)
+        return findings(self, scope)
+
+    monkeypatch.setattr(Project, "findings", counted)
+    warm = lint_files(["gen"], cache_dir=cache)
+    assert runs == []  # the project phase did not run again
+    assert outcome(warm) == outcome(lint_files(["gen"]))
+    assert not any(f.code == "SG401" and f.path.endswith("model.py") for f in warm.findings)
+    assert runs == ["hot"]  # the uncached run above did run it
