@@ -141,6 +141,7 @@ class _Chain:
     requires: tuple[Requirement, ...] = ()
 
 
+_Matcher = Callable[[str], object]  # a compiled glob's ``match``
 # Argument states (see Project._argument_state) that contradict a requirement.
 _CONTRADICTS = {
     "none": frozenset({"false", "true", "given"}),
@@ -185,7 +186,8 @@ class Project:
             for file in self.files
             for qualname, function in file.facts.functions.items()
         }
-        self.declared_host = self._declared_host()
+        self._host_matchers_memo = self._host_matchers()
+        self._declared_memo: dict[FunctionId, frozenset[str]] = {}
         # In (path, line) order, as a sort of every function by that key would give.
         self.ids: list[FunctionId] = []
         self.targets: dict[tuple[FunctionId, int], FunctionId] = {}
@@ -236,30 +238,29 @@ class Project:
                 found[qualname] = reason
         return found
 
-    def _declared_host(self) -> dict[FunctionId, frozenset[str]]:
-        """Parameters the ``host-parameters`` setting names: ``PARAM_GLOB`` anywhere, or
-        ``FUNCTION_GLOB:PARAM_GLOB`` in the functions whose qualified name matches."""
-        patterns = [
-            pattern.rpartition(":")[::2] if ":" in pattern else ("*", pattern)
-            for pattern in self.settings.host_parameters
-        ]
-        compiled = [
-            (
-                None if where == "*" else _compiled_globs((where,))[0],
-                _compiled_globs((name,))[0],
-            )
-            for where, name in patterns
-        ]
-        declared: dict[FunctionId, frozenset[str]] = {}
-        if not compiled:
-            return declared
-        for fid, function in self.functions.items():
-            qualified = self.qualified(fid)
-            scoped = [name for where, name in compiled if where is None or where(qualified)]
-            names = frozenset(p for p in function.params if any(m(p) for m in scoped))
-            if names:
-                declared[fid] = names
-        return declared
+    def _host_matchers(self) -> tuple[_Matcher | None, list[tuple[_Matcher, _Matcher]]]:
+        """The ``host-parameters`` globs: one matcher for ``PARAM_GLOB`` entries, and
+        (function matcher, parameter matcher) pairs for ``FUNCTION_GLOB:PARAM_GLOB``."""
+        anywhere = tuple(p for p in self.settings.host_parameters if ":" not in p)
+        scoped = [p.rpartition(":")[::2] for p in self.settings.host_parameters if ":" in p]
+        return (
+            _compiled_globs(anywhere)[0] if anywhere else None,
+            [(_compiled_globs((where,))[0], _compiled_globs((name,))[0]) for where, name in scoped],
+        )
+
+    def declared_host(self, fid: FunctionId) -> frozenset[str]:
+        """Parameters of ``fid`` that the ``host-parameters`` setting names."""
+        found = self._declared_memo.get(fid)
+        if found is None:
+            any_name, by_function = self._host_matchers_memo
+            matchers = [any_name] if any_name is not None else []
+            if by_function:
+                qualified = self.qualified(fid)
+                matchers += [name for where, name in by_function if where(qualified)]
+            params = self.functions[fid].params
+            found = frozenset(p for p in params if any(m(p) for m in matchers))
+            self._declared_memo[fid] = found
+        return found
 
     # ------------------------------------------------------------ resolution
 
@@ -650,7 +651,7 @@ class Project:
                     continue
                 key = (fid, site.code, site.span)
                 step = Step(fid[0], site.span.line, self.qualified(fid))
-                for name in site.value.params - self.declared_host.get(fid, frozenset()):
+                for name in site.value.params - self.declared_host(fid):
                     entries = summary.setdefault(fid, {}).setdefault(name, {})
                     entries.setdefault(key, _Chain((step,), site, fid[0], site.requires))
                 if fid not in pending:
@@ -669,9 +670,7 @@ class Project:
                         continue
                     step = Step(caller[0], call.span.line, self.qualified(caller))
                     for outer in argument.params:
-                        if outer not in caller_params or outer in self.declared_host.get(
-                            caller, ()
-                        ):
+                        if outer not in caller_params or outer in self.declared_host(caller):
                             continue
                         mine = summary.setdefault(caller, {}).setdefault(outer, {})
                         for key, chain in list(entries.items()):
@@ -716,9 +715,7 @@ class Project:
             ]
             for fid in scope
         }
-        known: dict[FunctionId, set[str]] = {
-            fid: set(self.declared_host.get(fid, ())) for fid in scope
-        }
+        known: dict[FunctionId, set[str]] = {fid: set(self.declared_host(fid)) for fid in scope}
         callees: dict[FunctionId, set[FunctionId]] = {}
         for fid, calls in callers.items():
             for caller, _ in calls:
