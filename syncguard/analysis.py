@@ -479,8 +479,8 @@ class _Scope:
     # What the enclosing ``if``s say about parameters here (``if metadata is None:``).
     requires: tuple[Requirement, ...] = ()
     rebound: set[str] = field(default_factory=set)  # local names assigned so far
+    maybe_none: set[str] = field(default_factory=set)  # names that may hold None here
     kwargs_name: str | None = None  # the ``**kwargs`` parameter
-    maybe_none: set[str] = field(default_factory=set)  # ... of which some to None
 
 
 class FileAnalyzer:

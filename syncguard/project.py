@@ -248,7 +248,7 @@ class Project:
             [(_compiled_globs((where,))[0], _compiled_globs((name,))[0]) for where, name in scoped],
         )
 
-    def declared_host(self, fid: FunctionId) -> frozenset[str]:
+    def _declared_host(self, fid: FunctionId) -> frozenset[str]:
         """Parameters of ``fid`` that the ``host-parameters`` setting names."""
         found = self._declared_memo.get(fid)
         if found is None:
@@ -557,8 +557,9 @@ class Project:
 
     def _argument_state(self, call: CallSite, target: FunctionId, name: str) -> str | None:
         """What ``call`` passes for parameter ``name`` of ``target``: ``"none"``,
-        ``"false"``, ``"true"`` (constants or defaults), ``"given"`` (a value that cannot be
-        None), or None when unknown (``*args``, the caller's parameter, ``self.x``)."""
+        ``"false"``, ``"true"``, ``"num:-1"`` (constants or defaults), ``"given"`` (a value
+        that cannot be None), or None when unknown (``*args``, the caller's parameter,
+        ``self.x``)."""
         if name.startswith("**"):  # a keyword the caller's callers give through **kwargs
             keyword, _, default = name[2:].partition("=")
             argument = dict(call.kwargs).get(keyword)
@@ -651,7 +652,7 @@ class Project:
                     continue
                 key = (fid, site.code, site.span)
                 step = Step(fid[0], site.span.line, self.qualified(fid))
-                for name in site.value.params - self.declared_host(fid):
+                for name in site.value.params - self._declared_host(fid):
                     entries = summary.setdefault(fid, {}).setdefault(name, {})
                     entries.setdefault(key, _Chain((step,), site, fid[0], site.requires))
                 if fid not in pending:
@@ -670,7 +671,7 @@ class Project:
                         continue
                     step = Step(caller[0], call.span.line, self.qualified(caller))
                     for outer in argument.params:
-                        if outer not in caller_params or outer in self.declared_host(caller):
+                        if outer not in caller_params or outer in self._declared_host(caller):
                             continue
                         mine = summary.setdefault(caller, {}).setdefault(outer, {})
                         for key, chain in list(entries.items()):
@@ -715,7 +716,7 @@ class Project:
             ]
             for fid in scope
         }
-        known: dict[FunctionId, set[str]] = {fid: set(self.declared_host(fid)) for fid in scope}
+        known: dict[FunctionId, set[str]] = {fid: set(self._declared_host(fid)) for fid in scope}
         callees: dict[FunctionId, set[FunctionId]] = {}
         for fid, calls in callers.items():
             for caller, _ in calls:
