@@ -5,7 +5,7 @@ Layout of a cache folder (``.syncguard_cache/`` beside the config file, or
 
     CACHEDIR.TAG                 tells backup tools to skip the folder
     .gitignore                   "*": the folder never shows up in git status
-    facts-<fingerprint>-NN.pack  absolute path -> (content key, flags, facts), 16 shards
+    facts-<fingerprint>-NN.pack  absolute path -> (content key, flags, facts, stamp), 16 shards
     runs-<fingerprint>.pack      run key -> findings of the project phase
     calls-<fingerprint>-<key>.pack  per file: where its calls resolve and its hot roots,
                                  for files whose interfaces and settings hash to <key>
@@ -14,7 +14,9 @@ The fingerprint covers the cache format, the Python version (``ast`` differs
 between versions) and the source of syncguard and its rules, so a new version
 or an edited rule never reads facts computed by another one. A facts entry is
 used only when its content key (hash of the file's bytes, module name, package
-flag) matches the file as it is now. Packs are written atomically (a temporary
+flag) matches the file as it is now. To spare reading and hashing every file, a
+file's key is also trusted while its stamp (see :func:`stamp_of`) is the one
+stored with it. Packs are written atomically (a temporary
 file, then ``os.replace``) and carry a checksum: a corrupt, truncated or foreign
 pack is ignored and rebuilt.
 
@@ -59,7 +61,7 @@ from syncguard.facts import (
 from syncguard.values import Place, Value
 
 CACHE_FOLDER = ".syncguard_cache"
-FORMAT = 3
+FORMAT = 4
 _MAGIC = b"syncguard-cache\n"
 _CHECKSUM_SIZE = 16
 _CACHEDIR_TAG = (
@@ -72,6 +74,9 @@ _KEPT_RUNS = 4  # results of distinct runs kept (e.g. `check .` and a pre-commit
 SHARDS = 16  # facts packs per fingerprint: an edit rewrites one, not all of them
 _KEPT_CALL_GRAPHS = 2  # resolved calls of distinct sets of files (a tree, a file list)
 DIGEST_SIZE = 16  # bytes of each of the two digests that start an encoding
+# A file changed less than this long before it was read gets no stamp: a second write
+# within the file system's timestamp granularity could leave size and times alike.
+_RACY_NS = 2_000_000_000
 
 # A file's facts, encoded by :func:`encode_facts`.
 Payload = bytes
@@ -82,6 +87,9 @@ ResolvedCalls = tuple[tuple[str, tuple[int, ...], tuple[tuple[str, str], ...]], 
 # no setting changes: its content key, where its calls resolve, and the functions
 # that are hot roots by their class or by the configured globs (qualname -> reason).
 KnownFile = tuple[bytes, ResolvedCalls, dict[str, str]]
+# What identifies a file's content without reading it: size, mtime, ctime, inode, and
+# the module name and package flag of its content key (see :func:`stamp_of`).
+Stamp = tuple[int, int, int, int, str, bool]
 # Decides from a call's callee whether to keep the call (the engine drops calls
 # that cannot resolve in the linted tree).
 CallFilter = Callable[[tuple[str, ...]], bool]
@@ -103,6 +111,20 @@ def fingerprint() -> str:
             digest.update(path.name.encode())
             digest.update(path.read_bytes())
     return digest.hexdigest()
+
+
+def stamp_of(path: str, module: str, is_package: bool, now_ns: int) -> Stamp | None:
+    """The stamp of the file at ``path``, taken before reading it at ``now_ns``
+    (``time.time_ns()``); None if it cannot be trusted: no such file, or changed too
+    shortly before (as git does for its index, a later write in the same clock tick
+    would go unnoticed). A write changes the ctime, which no program can set back."""
+    try:
+        found = os.stat(path)
+    except OSError:
+        return None
+    if max(found.st_mtime_ns, found.st_ctime_ns) > now_ns - _RACY_NS:
+        return None
+    return (found.st_size, found.st_mtime_ns, found.st_ctime_ns, found.st_ino, module, is_package)
 
 
 def content_key(data: bytes, module: str, is_package: bool) -> bytes:
@@ -414,12 +436,13 @@ class Cache:
         self.folder = folder
         self.warnings: list[str] = []
         self._runs_path = folder / f"runs-{fingerprint()}.pack"
-        # Per shard: absolute path -> (content key, ignore-file flag, error flag, facts).
-        self._shards: list[dict[str, tuple[bytes, bool, bool, Payload]]] = [
+        # Per shard: absolute path -> (content key, ignore-file flag, error flag, facts,
+        # the file's stamp when it was read or None).
+        self._shards: list[dict[str, tuple[bytes, bool, bool, Payload, Stamp | None]]] = [
             {
                 path: entry
                 for path, entry in _read_pack(self._shard_path(shard)).items()
-                if isinstance(path, str) and isinstance(entry, tuple) and len(entry) == 4
+                if isinstance(path, str) and isinstance(entry, tuple) and len(entry) == 5
             }
             for shard in range(SHARDS)
         ]
@@ -439,12 +462,37 @@ class Cache:
             return None
         return bool(entry[1]), bool(entry[2]), entry[3]
 
-    def store(self, path: str, key: bytes, ignored: bool, error: bool, payload: Payload) -> None:
-        """Remember the encoded facts of the file at ``path``."""
+    def trusted_key(self, path: str, stamp: Stamp) -> bytes | None:
+        """The content key stored for the file at ``path`` if it was stored with
+        ``stamp`` (the file is then as it was: no need to read it)."""
+        entry = self._shards[shard_of(os.path.abspath(path))].get(os.path.abspath(path))
+        if entry is None or entry[4] != stamp or not isinstance(entry[0], bytes):
+            return None
+        return entry[0]
+
+    def store(
+        self,
+        path: str,
+        key: bytes,
+        ignored: bool,
+        error: bool,
+        payload: Payload,
+        stamp: Stamp | None,
+    ) -> None:
+        """Remember the encoded facts of the file at ``path``, read when it had ``stamp``."""
         absolute = os.path.abspath(path)
         shard = shard_of(absolute)
-        self._shards[shard][absolute] = (key, ignored, error, payload)
+        self._shards[shard][absolute] = (key, ignored, error, payload, stamp)
         self._dirty.add(shard)
+
+    def restamp(self, path: str, stamp: Stamp | None) -> None:
+        """Note that the file at ``path``, its facts found by content key, has ``stamp``."""
+        absolute = os.path.abspath(path)
+        shard = shard_of(absolute)
+        entry = self._shards[shard].get(absolute)
+        if entry is not None and entry[4] != stamp:
+            self._shards[shard][absolute] = (*entry[:4], stamp)
+            self._dirty.add(shard)
 
     def forget(self, path: str) -> None:
         """Drop the entry of ``path`` (it could not be decoded)."""
@@ -517,6 +565,15 @@ class Cache:
         if entry is None or entry[1] or entry[2] or not isinstance(entry[3], bytes):
             return None
         return interface_of(entry[3])
+
+    def facts_digest(self, path: str) -> bytes | None:
+        """The :func:`digest_of` the facts stored for the file at ``path``, whatever its
+        content was then; None if none are."""
+        absolute = os.path.abspath(path)
+        entry = self._shards[shard_of(absolute)].get(absolute)
+        if entry is None or not isinstance(entry[3], bytes):
+            return None
+        return digest_of(entry[3])
 
     def drop_known_files(self) -> None:
         """Let go of what :meth:`known_files` read (large, and no longer needed)."""

@@ -13,9 +13,12 @@ import fnmatch
 import gc
 import hashlib
 import io
+import marshal
 import multiprocessing as mp
 import os
+import select
 import threading
+import time
 import tokenize
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor
@@ -30,12 +33,14 @@ from syncguard.cache import (
     CallFilter,
     KnownFile,
     Payload,
+    Stamp,
     content_key,
     decode_facts,
     digest_of,
     encode_facts,
     interface_of,
     prune_calls,
+    stamp_of,
 )
 from syncguard.config import Settings
 from syncguard.discovery import discover, module_name
@@ -398,6 +403,7 @@ class _Unit:
     module: str
     is_package: bool
     key: bytes | None = None  # content key, when the file was read and may be cached
+    stamp: Stamp | None = None  # the file's stamp before it was read, when trustworthy
     data: bytes | None = None  # bytes still to analyse
     text: str | None = None  # text given by the caller instead of the file's content
     ignored: bool = False  # carries ``# syncguard: ignore-file``
@@ -426,6 +432,7 @@ def _per_file_phase(
     """Every file with its facts: cached (still encoded), or analysed here or in workers."""
     units: list[_Unit] = []
     pending: list[_Unit] = []
+    now_ns = time.time_ns()
     for path, (module, is_package) in zip(files, _module_names(files), strict=True):
         unit = _Unit(path, module, is_package)
         units.append(unit)
@@ -434,6 +441,14 @@ def _per_file_phase(
             unit.ignored, unit.outcome = _analyse_text(unit.text, unit, rules)
             unit.error = isinstance(unit.outcome, FileError)
             continue
+        if cache is not None:
+            unit.stamp = stamp_of(path, module, is_package, now_ns)
+            trusted = cache.trusted_key(path, unit.stamp) if unit.stamp is not None else None
+            cached = cache.entry(path, trusted) if trusted is not None else None
+            if cached is not None:  # the file is as it was: no need to read it
+                unit.key = trusted
+                unit.ignored, unit.error, unit.payload = cached
+                continue
         try:
             with open(path, "rb") as handle:
                 unit.data = handle.read()
@@ -447,6 +462,7 @@ def _per_file_phase(
             if cached is not None:
                 unit.ignored, unit.error, unit.payload = cached
                 unit.data = None
+                cache.restamp(path, unit.stamp)
                 continue
         pending.append(unit)
     done = 0
@@ -455,16 +471,17 @@ def _per_file_phase(
         nonlocal done
         unit.data, unit.ignored, unit.error = None, ignored, failed
         if cache is not None and unit.key is not None and unit.payload is not None:
-            cache.store(unit.path, unit.key, ignored, failed, unit.payload)
+            cache.store(unit.path, unit.key, ignored, failed, unit.payload, unit.stamp)
         done += 1
         if progress is not None:
             progress(done, len(pending))
 
-    def decode_cached() -> None:
+    def decode_cached(enough: Callable[[], bool] = lambda: False) -> None:
         """Decode the cached facts while workers analyse the rest (the project phase
         will need them): calls into modules outside every discovered file are dropped.
         Where calls resolve is read from the cache if the files being analysed keep
-        the interfaces they had (a guess the project phase checks)."""
+        the interfaces they had (a guess the project phase checks). Stops early once
+        ``enough()``; the project phase decodes the rest if it runs."""
         keep_call = _CallFilter({unit.module for unit in units})
         guess = None
         if cache is not None:
@@ -476,15 +493,25 @@ def _per_file_phase(
         known = cache.known_files(guess) if cache is not None and guess else {}
         for unit in units:
             if unit.payload is not None and unit.outcome is None:
+                if enough():
+                    return
                 with contextlib.suppress(Exception):  # left to _outcome, which re-analyses
                     _decode(unit, keep_call, known, guess)
 
-    # Worker processes pay off when they analyse files side by side; for one file they
-    # would only let this process decode the cached facts meanwhile, which forking
-    # and, when the file's facts did not change, decoding for nothing cost more.
+    # Worker processes pay off when they analyse files side by side. One large file is
+    # analysed in a forked child instead (a pool costs more than it saves here) while
+    # this process decodes the others, until the child's facts turn out unchanged (a
+    # comment edited): then the project phase's results are reused and need no facts.
     size = sum(len(unit.data or b"") for unit in pending)
     workers = min(jobs, len(pending)) if jobs > 1 and size >= POOL_MIN_BYTES else 0
-    if workers < 2:
+    if workers == 1 and cache is not None:
+        (unit,) = pending
+        aside = _analyse_aside(unit, rules, cache.facts_digest(unit.path), decode_cached)
+        if aside is not None:
+            unit.payload = aside[2]
+            finished(unit, aside[0], aside[1])
+        workers = 0
+    elif workers < 2:
         workers = 0
     if workers:
         try:
@@ -611,6 +638,68 @@ def _run_key(linted: Sequence[_Unit], hot_settings: HotSettings, scope: str) -> 
         digest.update(f"{unit.path}\0{unit.is_package}\0".encode("utf-8", "surrogateescape"))
         digest.update(digest_of(unit.payload))
     return digest.digest()
+
+
+def _analyse_aside(
+    unit: _Unit,
+    rules: Sequence[Rule],
+    digest_before: bytes | None,
+    meanwhile: Callable[[Callable[[], bool]], None],
+) -> tuple[bool, bool, Payload] | None:
+    """(ignore-file flag, error flag, encoded facts) of ``unit``, analysed in a forked
+    child while this process runs ``meanwhile(unchanged)``: ``unchanged()`` is true
+    once the child is done and its facts have ``digest_before``. None when no child
+    could do it (no fork here, another thread running, facts it cannot encode)."""
+    if not hasattr(os, "fork") or threading.active_count() != 1 or unit.data is None:
+        return None
+    read_end, write_end = os.pipe()
+    try:
+        child = os.fork()
+    except OSError:
+        os.close(read_end)
+        os.close(write_end)
+        return None
+    if child == 0:  # pragma: no cover (runs in the child, which never returns)
+        status = 1
+        try:
+            os.close(read_end)
+            ignored, outcome = _analyse_bytes(unit.data, unit, rules)
+            payload = _encoded(outcome)
+            with os.fdopen(write_end, "wb") as stream:
+                stream.write(marshal.dumps((ignored, isinstance(outcome, FileError), payload)))
+            status = 0
+        finally:
+            os._exit(status)  # no clean-up of the parent's state in the child
+    os.close(write_end)
+    result: list[tuple[bool, bool, Payload] | None] = []
+
+    def collect() -> None:
+        chunks = []
+        with os.fdopen(read_end, "rb") as stream:
+            while chunk := stream.read():
+                chunks.append(chunk)
+        _, status = os.waitpid(child, 0)
+        found = None
+        with contextlib.suppress(Exception):
+            loaded = marshal.loads(b"".join(chunks))
+            if status == 0 and isinstance(loaded, tuple) and isinstance(loaded[2], bytes):
+                found = (bool(loaded[0]), bool(loaded[1]), loaded[2])
+        result.append(found)
+
+    def unchanged() -> bool:
+        if not result:
+            if not select.select([read_end], [], [], 0)[0]:
+                return False  # the child is still at work
+            collect()
+        found = result[0]
+        return found is not None and digest_of(found[2]) == digest_before
+
+    try:
+        meanwhile(unchanged)
+    finally:
+        if not result:
+            collect()
+    return result[0]
 
 
 _worker_rules: list[Rule] = []

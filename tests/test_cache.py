@@ -12,6 +12,7 @@ import pytest
 
 from conftest import FIXTURES, run_cli
 from syncguard import cache as cache_module
+from syncguard import engine as engine_module
 from syncguard.cache import Cache, codec_is_current, decode_facts, encode_facts
 from syncguard.discovery import discover, module_name
 from syncguard.engine import LintResult, analyze_path, lint_files
@@ -216,3 +217,67 @@ def test_cli_cache_folder_options(project: Path) -> None:
     assert not (clean / ".syncguard_cache").exists()
     assert run_cli("check", ".", cwd=clean).returncode == 1
     assert (clean / ".syncguard_cache").is_dir()  # no config: the current directory
+
+
+def test_files_whose_stamp_is_unchanged_are_not_read_again(
+    project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Their stored content key is trusted; an edited file is read and hashed anew."""
+    monkeypatch.setattr(cache_module, "_RACY_NS", 0)  # files written just now are trusted
+    folder = project / "cache"
+    lint_files(["pkg"], cache_dir=folder)
+    hashed: list[str] = []
+    original = engine_module.content_key
+
+    def spy(data: bytes, module: str, is_package: bool) -> bytes:
+        hashed.append(module)
+        return original(data, module, is_package)
+
+    monkeypatch.setattr(engine_module, "content_key", spy)
+    assert codes(lint_files(["pkg"], cache_dir=folder)) == codes(lint_files(["pkg"]))
+    assert hashed == []
+    (project / "pkg" / "util.py").write_text(UTIL.replace("tolist", "item"))
+    warm = lint_files(["pkg"], cache_dir=folder)
+    assert hashed == ["pkg.util"]
+    assert codes(warm) == codes(lint_files(["pkg"])) != []
+
+
+def test_a_file_rewritten_at_once_with_the_same_size_is_read_again(project: Path) -> None:
+    """Size and times may not tell two writes in one clock tick apart: files changed
+    just before a run get no stamp, so the next run compares their content."""
+    folder = project / "cache"
+    target = project / "pkg" / "util.py"
+    target.write_text(UTIL.replace("tolist()", "abs()   "))  # no sync
+    before = os.stat(target)
+    assert lint_files(["pkg"], cache_dir=folder).findings == lint_files(["pkg"]).findings
+    target.write_text(UTIL.replace("tolist()", "item()  "))  # a sync, same size
+    os.utime(target, ns=(before.st_atime_ns, before.st_mtime_ns))  # and the same mtime
+    assert os.stat(target).st_size == before.st_size
+    warm = lint_files(["pkg"], cache_dir=folder)
+    assert codes(warm) == codes(lint_files(["pkg"]))
+    assert any(path.endswith("model.py") for _, _, path in codes(warm))
+
+
+def test_stamps_name_the_module_a_file_was_read_as(
+    project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A file whose bytes and times stay the same while its module name changes (a
+    package marker removed) is not served the facts of its former name."""
+    monkeypatch.setattr(cache_module, "_RACY_NS", 0)
+    folder = project / "cache"
+    lint_files(["pkg"], cache_dir=folder)
+    (project / "pkg" / "__init__.py").unlink()
+    warm = lint_files(["pkg"], cache_dir=folder)
+    assert codes(warm) == codes(lint_files(["pkg"]))
+    assert outcome_modules(folder) >= {"hot", "model", "util"}
+
+
+def outcome_modules(folder: Path) -> set[str]:
+    """The module names of the facts stored in the cache at ``folder``."""
+    found = set()
+    for pack in packs(folder):
+        for entry in cache_module._read_pack(pack).values():
+            facts = decode_facts(entry[3])
+            if isinstance(facts, FileFacts):
+                found.add(facts.module)
+    return found

@@ -375,3 +375,39 @@ def test_an_edit_that_changes_no_fact_reuses_the_project_phase(
     assert outcome(warm) == outcome(lint_files(["gen"]))
     assert not any(f.code == "SG401" and f.path.endswith("model.py") for f in warm.findings)
     assert runs == ["hot"]  # the uncached run above did run it
+
+
+def test_one_large_changed_file_is_analysed_in_a_forked_child(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, small_pool_threshold: None
+) -> None:
+    """While this process decodes the others; after an edit that changes facts, one
+    that changes none, and where no child can be forked, the findings are those of
+    an uncached run."""
+    root = generated_tree(tmp_path / "tree")
+    monkeypatch.chdir(root)
+    cache = tmp_path / "cache"
+    lint_files(["gen"], cache_dir=cache, jobs=2)
+    forks: list[int] = []
+    real_fork = os.fork
+
+    def counted_fork() -> int:
+        child = real_fork()
+        if child:
+            forks.append(child)
+        return child
+
+    monkeypatch.setattr(os, "fork", counted_fork)
+    edited = root / "gen" / "ops" / "m4.py"
+    edited.write_text("# a new first line\n" + edited.read_text().replace("x.max().item()", "x"))
+    assert outcome(lint_files(["gen"], cache_dir=cache, jobs=2)) == outcome(lint_files(["gen"]))
+    assert len(forks) == 1
+    edited.write_text(edited.read_text() + "# a comment\n")
+    assert outcome(lint_files(["gen"], cache_dir=cache, jobs=2)) == outcome(lint_files(["gen"]))
+    assert len(forks) == 2
+
+    def no_fork() -> int:
+        raise OSError(11, "Resource temporarily unavailable")
+
+    monkeypatch.setattr(os, "fork", no_fork)
+    edited.write_text(edited.read_text().replace("# a comment\n", "y = 1\n"))
+    assert outcome(lint_files(["gen"], cache_dir=cache, jobs=2)) == outcome(lint_files(["gen"]))
