@@ -349,16 +349,21 @@ _NEVER_NONE_EXPRESSIONS = (
 )  # fmt: skip
 
 
-def _not_none_when(test: ast.expr, truth: bool) -> set[str]:
-    """Names ``test`` being ``truth`` proves are not None (``x is not None``, ``x``)."""
+def _atoms_when(test: ast.expr, truth: bool) -> Iterator[tuple[ast.expr, bool]]:
+    """The simple tests that ``test`` being ``truth`` proves, each with its truth: through
+    ``not``, and all operands of a true ``and`` (a false ``or``); nothing of the others."""
     if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
-        return _not_none_when(test.operand, not truth)
-    if isinstance(test, ast.BoolOp):
-        if truth is not isinstance(test.op, ast.And):
-            return set()
-        return set().union(*(_not_none_when(operand, truth) for operand in test.values))
-    if isinstance(test, ast.Name):
-        return {test.id} if truth else set()
+        yield from _atoms_when(test.operand, not truth)
+    elif isinstance(test, ast.BoolOp):
+        if truth is isinstance(test.op, ast.And):
+            for operand in test.values:
+                yield from _atoms_when(operand, truth)
+    else:
+        yield test, truth
+
+
+def _none_check(test: ast.expr) -> tuple[str, bool] | None:
+    """``(x, True)`` for ``x is None``, ``(x, False)`` for ``x is not None``."""
     if (
         isinstance(test, ast.Compare)
         and len(test.ops) == 1
@@ -366,8 +371,40 @@ def _not_none_when(test: ast.expr, truth: bool) -> set[str]:
         and isinstance(test.left, ast.Name)
         and literal_state(test.comparators[0]) == "none"
     ):
-        return {test.left.id} if truth is isinstance(test.ops[0], ast.IsNot) else set()
-    return set()
+        return test.left.id, isinstance(test.ops[0], ast.Is)
+    return None
+
+
+def _requirement(atom: ast.expr, holds: bool) -> Requirement | None:
+    """The requirement on a name that a simple test being ``holds`` states: ``("p",
+    "true")`` for ``p``, ``("p", "none")`` for ``p is None``, ``("p", "cmp:>:0")`` for
+    ``p > 0``."""
+    if isinstance(atom, ast.Name):
+        return atom.id, "true" if holds else "false"
+    check = _none_check(atom)
+    if check is not None:
+        return check[0], "none" if check[1] is holds else "not-none"
+    if (
+        isinstance(atom, ast.Compare)
+        and len(atom.ops) == 1
+        and type(atom.ops[0]) in _COMPARISONS
+        and isinstance(atom.left, ast.Name)
+        and (bound := _number(atom.comparators[0])) is not None
+    ):
+        when_true, when_false = _COMPARISONS[type(atom.ops[0])]
+        return atom.left.id, f"cmp:{when_true if holds else when_false}:{bound!r}"
+    return None
+
+
+def _not_none_when(test: ast.expr, truth: bool) -> set[str]:
+    """Names ``test`` being ``truth`` proves are not None (``x is not None``, ``x``)."""
+    names = set()
+    for atom, holds in _atoms_when(test, truth):
+        if isinstance(atom, ast.Name) and holds:
+            names.add(atom.id)
+        elif (check := _none_check(atom)) is not None and check[1] is not holds:
+            names.add(check[0])
+    return names
 
 
 def is_pinned_name(name: str) -> bool:
@@ -481,6 +518,10 @@ class _Scope:
     rebound: set[str] = field(default_factory=set)  # local names assigned so far
     maybe_none: set[str] = field(default_factory=set)  # names that may hold None here
     kwargs_name: str | None = None  # the ``**kwargs`` parameter
+
+
+# Device-guarded host values, requirements on parameters and maybe-None names of a branch.
+_BranchFacts = tuple[dict[str, Value], tuple[Requirement, ...], set[str]]
 
 
 class FileAnalyzer:
@@ -1098,15 +1139,11 @@ class FileAnalyzer:
             self._expression(node.test)
             training = self._training_test(node.test)
             self._branches(
+                node.test,
                 node.body,
                 node.orelse,
                 lazy=training is True or self._is_lazy_init(node),
                 lazy_else=training is False,
-                guarded=self._host_when(node.test, True),
-                guarded_else=self._host_when(node.test, False),
-                requires=self._requirements(node.test, True),
-                requires_else=self._requirements(node.test, False),
-                test=node.test,
             )
         elif isinstance(node, (ast.For, ast.AsyncFor)):
             self._expression(node.iter)
@@ -1174,46 +1211,21 @@ class FileAnalyzer:
 
     def _branches(
         self,
+        test: ast.expr,
         body: Sequence[ast.stmt],
         orelse: Sequence[ast.stmt],
         lazy: bool = False,
         lazy_else: bool = False,
-        guarded: dict[str, Value] | None = None,
-        guarded_else: dict[str, Value] | None = None,
-        requires: tuple[Requirement, ...] = (),
-        requires_else: tuple[Requirement, ...] = (),
-        test: ast.expr | None = None,
     ) -> None:
-        """Walk both branches of an ``if``; a ``lazy`` branch does not run per step,
-        ``guarded`` expressions are known to be on the host in their branch, and
-        ``requires`` says what the branch's test proves about parameters."""
+        """Walk both branches of ``if test``; a ``lazy`` branch does not run per step."""
         scope = self.scope
         before = dict(scope.env)
-        narrowed = scope.narrowed
-        outer_requires = scope.requires
-        maybe_none = scope.maybe_none
-        scope.lazy_depth += lazy
-        scope.narrowed = {**narrowed, **guarded} if guarded else narrowed
-        scope.requires = outer_requires + requires
-        scope.maybe_none = maybe_none - _not_none_when(test, True) if test else set(maybe_none)
-        try:
-            self._body(body)
-        finally:
-            scope.lazy_depth -= lazy
-            scope.narrowed = narrowed
-            scope.requires = outer_requires
+        # What each outcome of the test proves, decided before either branch rebinds names.
+        when_true, when_false = self._branch_facts(test, True), self._branch_facts(test, False)
+        self._branch(body, when_true, lazy)
         after_body, none_after_body = scope.env, scope.maybe_none
         scope.env = dict(before)
-        scope.lazy_depth += lazy_else
-        scope.narrowed = {**narrowed, **guarded_else} if guarded_else else narrowed
-        scope.requires = outer_requires + requires_else
-        scope.maybe_none = maybe_none - _not_none_when(test, False) if test else set(maybe_none)
-        try:
-            self._body(orelse)
-        finally:
-            scope.lazy_depth -= lazy_else
-            scope.narrowed = narrowed
-            scope.requires = outer_requires
+        self._branch(orelse, when_false, lazy_else)
         # A branch that ends in return/raise/continue/break does not reach what follows.
         if body and isinstance(body[-1], _EXITS):
             return
@@ -1223,63 +1235,51 @@ class FileAnalyzer:
         scope.maybe_none |= none_after_body
         self._merge_env(after_body)
 
+    def _branch_facts(self, test: ast.expr, truth: bool) -> _BranchFacts:
+        """What the scope knows in the branch where ``test`` is ``truth``: tensors a device
+        guard puts on the host, requirements on parameters, names that may still be None."""
+        scope = self.scope
+        return (
+            {**scope.narrowed, **self._host_when(test, truth)},
+            scope.requires + self._requirements(test, truth),
+            scope.maybe_none - _not_none_when(test, truth),
+        )
+
+    def _branch(self, statements: Sequence[ast.stmt], facts: _BranchFacts, lazy: bool) -> None:
+        scope = self.scope
+        narrowed, requires = scope.narrowed, scope.requires
+        scope.narrowed, scope.requires, scope.maybe_none = facts
+        scope.lazy_depth += lazy
+        try:
+            self._body(statements)
+        finally:
+            scope.lazy_depth -= lazy
+            scope.narrowed, scope.requires = narrowed, requires
+
     def _host_when(self, test: ast.expr, truth: bool) -> dict[str, Value]:
         """Tensors that ``test`` being ``truth`` proves to be on the host: ``x.is_cuda``
         False, ``x.is_cpu`` True, ``x.device.type == "cpu"`` True (and negations,
         ``and`` / ``or`` combinations); as host values for :attr:`_Scope.narrowed`."""
-        if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
-            return self._host_when(test.operand, not truth)
-        if isinstance(test, ast.BoolOp):
-            # All operands of a true ``and`` (a false ``or``) hold; otherwise none is known.
-            if truth is isinstance(test.op, ast.And):
-                found: dict[str, Value] = {}
-                for operand in test.values:
-                    found.update(self._host_when(operand, truth))
-                return found
-            return {}
-        tensor, on_host_when = _device_check(test)
-        key = _dotted(tensor) if tensor is not None else None
-        if tensor is None or key is None or on_host_when is not truth:
-            return {}
-        return {key: Value(Place.HOST, frozenset(), self.value(tensor).tags | {TENSOR})}
+        found: dict[str, Value] = {}
+        for atom, holds in _atoms_when(test, truth):
+            tensor, on_host_when = _device_check(atom)
+            key = _dotted(tensor) if tensor is not None else None
+            if tensor is not None and key is not None and on_host_when is holds:
+                found[key] = Value(Place.HOST, frozenset(), self.value(tensor).tags | {TENSOR})
+        return found
 
     def _requirements(self, test: ast.expr, truth: bool) -> tuple[Requirement, ...]:
         """What ``test`` being ``truth`` says about this function's parameters:
-        ``p is None`` / ``p is not None`` / ``p`` (and ``not``, ``and`` / ``or``)."""
-        if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
-            return self._requirements(test.operand, not truth)
-        if isinstance(test, ast.BoolOp):
-            # All operands of a true ``and`` (a false ``or``) hold; otherwise none is known.
-            if truth is not isinstance(test.op, ast.And):
-                return ()
-            return tuple(r for operand in test.values for r in self._requirements(operand, truth))
-        state = None
-        if isinstance(test, ast.Name):
-            name, state = test.id, "true" if truth else "false"
-        elif (
-            isinstance(test, ast.Compare)
-            and len(test.ops) == 1
-            and isinstance(test.ops[0], (ast.Is, ast.IsNot))
-            and isinstance(test.left, ast.Name)
-            and literal_state(test.comparators[0]) == "none"
-        ):
-            name = test.left.id
-            state = "none" if truth is isinstance(test.ops[0], ast.Is) else "not-none"
-        elif (
-            isinstance(test, ast.Compare)
-            and len(test.ops) == 1
-            and type(test.ops[0]) in _COMPARISONS
-            and isinstance(test.left, ast.Name)
-            and _number(test.comparators[0]) is not None
-        ):
-            # ``if kv_block_num > 0:``, recorded as ``("kv_block_num", "cmp:>:0")``.
-            name = test.left.id
-            holds, fails = _COMPARISONS[type(test.ops[0])]
-            state = f"cmp:{holds if truth else fails}:{_number(test.comparators[0])!r}"
+        ``p is None`` / ``p is not None`` / ``p`` / ``p > 0`` (and ``not``, ``and`` / ``or``)."""
+        found: list[Requirement] = []
         scope = self.scope
-        if state is None or name not in scope.facts.params or name in scope.rebound:
-            return ()
-        return ((name, state),)
+        for atom, holds in _atoms_when(test, truth):
+            requirement = _requirement(atom, holds)
+            if requirement is not None:
+                name = requirement[0]
+                if name in scope.facts.params and name not in scope.rebound:
+                    found.append(requirement)
+        return tuple(found)
 
     def _training_test(self, test: ast.expr) -> bool | None:
         """True for ``if self.training`` (also ``self.training and ...``), False for
