@@ -516,6 +516,9 @@ class _Scope:
     # What the enclosing ``if``s say about parameters here (``if metadata is None:``).
     requires: tuple[Requirement, ...] = ()
     rebound: set[str] = field(default_factory=set)  # local names assigned so far
+    # Names some assignment may have set to None: for the others, ``x is None`` after a
+    # reassignment still means the parameter ``x`` was passed None.
+    rebound_maybe_none: set[str] = field(default_factory=set)
     maybe_none: set[str] = field(default_factory=set)  # names that may hold None here
     kwargs_name: str | None = None  # the ``**kwargs`` parameter
 
@@ -1277,7 +1280,10 @@ class FileAnalyzer:
             requirement = _requirement(atom, holds)
             if requirement is not None:
                 name = requirement[0]
-                if name in scope.facts.params and name not in scope.rebound:
+                if name in scope.facts.params and (
+                    name not in scope.rebound
+                    or (requirement[1] == "none" and name not in scope.rebound_maybe_none)
+                ):
                     found.append(requirement)
         return tuple(found)
 
@@ -1424,6 +1430,7 @@ class FileAnalyzer:
             env[target.id] = _as_named(target.id, value)
             if source is None or not self._never_none(source):
                 self.scope.maybe_none.add(target.id)
+                self.scope.rebound_maybe_none.add(target.id)
             else:
                 self.scope.maybe_none.discard(target.id)
             self.scope.rebound.add(target.id)
@@ -1816,6 +1823,7 @@ class FileAnalyzer:
         if not in_class and outer is not self.module_scope:
             # A closure sees the enclosing function's locals as they are at its definition.
             self.scope.rebound = outer.rebound - set(self.scope.facts.params)
+            self.scope.rebound_maybe_none = outer.rebound_maybe_none - set(self.scope.facts.params)
             self.scope.maybe_none = set(outer.maybe_none)
         self.scope.default_device = outer.default_device
         self.scope.module_params = frozenset(module_params)

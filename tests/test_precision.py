@@ -774,6 +774,46 @@ def test_a_submodule_forward_fallback_that_its_parent_never_takes() -> None:
     assert reported(source) == []
 
 
+def test_a_none_fallback_after_the_parameter_was_reassigned_a_value() -> None:
+    # Reassigned only to tensors, ``feature_lens`` is still None only if it was passed None;
+    # once it may be reassigned None, the check says nothing about what the caller passed.
+    source = """
+        import torch
+        from torch import nn
+
+        class Encoder(nn.Module):
+            def forward(self, features, feature_lens=None):
+                if features.dim() == 3:
+                    if feature_lens is None:
+                        feature_lens = torch.full((features.size(0),), features.size(-1))
+                    else:
+                        feature_lens = feature_lens.to(features.device)
+                if feature_lens is None:
+                    feature_lens = torch.tensor([features.shape[1]], device=features.device)
+                return features, feature_lens
+
+        class Tower(nn.Module):
+            def forward(self, features, lens=None):
+                if features.dim() == 3:
+                    lens = lens if features.is_cuda else None
+                if lens is None:
+                    lens = torch.tensor([features.shape[1]], device=features.device)
+                return features, lens
+
+        class Model(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.encoder = Encoder()
+                self.tower = Tower()
+
+            def forward(self, features, batch):
+                lens = batch["lens"]
+                self.tower(features, lens=lens)
+                return self.encoder(features, feature_lens=lens)
+    """
+    assert reported(source) == [("SG301", 20)]
+
+
 def test_recursion_through_a_condition_keeps_the_site() -> None:
     # ping reaches its .tolist() both directly (n == 0) and after recursing (n > 0).
     source = """
