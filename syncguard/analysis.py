@@ -1618,7 +1618,7 @@ class FileAnalyzer:
             if reference is not None:
                 self.compiled.append((self.scope.facts.qualname, reference))
         callee = self._callee(func)
-        if callee is None or self.scope.lazy_depth:
+        if callee is None:
             return
         self.scope.facts.calls.append(
             CallSite(
@@ -1646,6 +1646,7 @@ class FileAnalyzer:
                     keyword.arg is None and self._own_kwargs(keyword.value)
                     for keyword in node.keywords
                 ),
+                once=self.scope.lazy_depth > 0,
             )
         )
 

@@ -148,7 +148,7 @@ _KNOWN_FIELDS: dict[type, tuple[str, ...]] = {
     ClassFacts: ("qualname", "line", "bases", "attribute_types"),
     CallSite: (
         "callee", "span", "statement", "args", "kwargs", "in_loop", "requires", "spread",
-        "forwards_kwargs",
+        "forwards_kwargs", "once",
     ),
     Site: (
         "code", "span", "statement", "message", "suggestion", "value", "in_loop", "fix",
@@ -245,7 +245,7 @@ def _plain(outcome: FileFacts | FileError) -> tuple[Any, ...]:
             (call.callee, _span(call.span), call.statement,
              index(arguments, tuple(index(values, arg) for arg in call.args)),
              index(keywords, tuple((name, index(values, arg)) for name, arg in call.kwargs)),
-             call.in_loop, call.requires, call.spread, call.forwards_kwargs)
+             call.in_loop, call.requires, call.spread, call.forwards_kwargs, call.once)
             for call in function.calls
         )  # fmt: skip
         functions.append(
@@ -336,9 +336,9 @@ def decode_facts(
             ] if sites else [],
             [
                 CallSite(callee, Span(*span), statement, arguments[args], keywords[kwargs],
-                         in_loop, requires, spread, forwards)
-                for callee, span, statement, args, kwargs, in_loop, requires, spread, forwards
-                in calls
+                         in_loop, requires, spread, forwards, once)
+                for callee, span, statement, args, kwargs, in_loop, requires, spread, forwards,
+                once in calls
             ] if calls else [],
             literal_defaults,
         )  # fmt: skip

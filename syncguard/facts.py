@@ -81,6 +81,8 @@ class CallSite:
     # Passes on the caller's own ``**kwargs``: a parameter not given here is given exactly
     # when the caller's callers give it.
     forwards_kwargs: bool = False
+    # In code that runs once (lazy initialisation): it tells only what is built where.
+    once: bool = False
 
 
 @dataclass(slots=True)

@@ -63,6 +63,12 @@ _MEASURING_WORDS = frozenset(
     {"timed", "timer", "timing", "timings", "profile", "profiler", "profiling", "benchmark"}
 )
 _COMPILED_DECORATORS = frozenset({"torch.compile"})
+# Hugging Face input processors: they run on the CPU while requests are prepared.
+_PREPROCESSOR_BASES = frozenset(
+    {"FeatureExtractionMixin", "SequenceFeatureExtractor", "ProcessorMixin",
+     "ImageProcessingMixin", "BaseImageProcessor", "BaseImageProcessorFast",
+     "BaseVideoProcessor"}
+)  # fmt: skip
 
 
 @dataclass(frozen=True, slots=True)
@@ -175,6 +181,7 @@ class Project:
         self._dotted_memo: dict[tuple[str, str], tuple[str, str] | None] = {}
         self._excluded_memo: dict[tuple[FunctionId, tuple[Requirement, ...]], bool] = {}
         self._maybe_hot: set[FunctionId] = set()  # set by hot_paths()
+        self._bases_memo: set[ClassId] | None = None
         self._roots: set[FunctionId] = set()
         self.by_path = {file.path: file for file in self.files}
         self.non_blocking = frozenset(rule.code for rule in self.rules if not rule.blocks_host)
@@ -192,7 +199,10 @@ class Project:
         self.ids: list[FunctionId] = []
         self.targets: dict[tuple[FunctionId, int], FunctionId] = {}
         self.callers: dict[FunctionId, list[tuple[FunctionId, CallSite]]] = {}
+        # ``Cls.__init__`` -> the functions that build a ``Cls`` (``Cls(...)``).
+        self.constructions: dict[FunctionId, list[FunctionId]] = {}
         functions, targets, callers = self.functions, self.targets, self.callers
+        constructions = self.constructions
         for file in sorted(self.files, key=lambda f: f.path):
             known = file.targets
             in_order = sorted(file.facts.functions.items(), key=lambda item: item[1].line)
@@ -208,7 +218,14 @@ class Project:
                 if resolved is None or len(resolved) != len(calls):
                     resolved = [self._resolve_call(fid, call) for call in calls]
                 for index, (call, target) in enumerate(zip(calls, resolved, strict=True)):
-                    if target is not None and target in functions:
+                    if target is None or target not in functions:
+                        continue
+                    explicit_init = call.callee[-1].endswith("__init__")  # Base.__init__(self)
+                    if target[1].endswith(".__init__") and not explicit_init:
+                        # ``Cls(...)``: cold (``__init__``), so it tells only who builds what.
+                        targets[(fid, index)] = target
+                        constructions.setdefault(target, []).append(fid)
+                    elif not call.once:
                         targets[(fid, index)] = target
                         found = callers.get(target)
                         if found is None:
@@ -386,8 +403,10 @@ class Project:
             found = self._method(owner, method) if owner is not None else None
             if found is None and kind == "self":
                 found = self._submodule_call(path, function.class_name, method)
+        if found is not None and found[1] in self.by_path[found[0]].facts.classes:
+            found = (found[0], f"{found[1]}.__init__")  # a construction: the class's own
         if found is None or found not in self.functions:
-            return None  # unknown, external, or a class (constructor)
+            return None  # unknown, external, or a class without an __init__ of its own
         return found
 
     def _submodule_call(self, path: str, class_name: str, attribute: str) -> FunctionId | None:
@@ -440,6 +459,37 @@ class Project:
             return True
         patterns = self.settings.cold_functions
         return bool(patterns) and _matches(self.qualified(fid), patterns) is not None
+
+    def _preprocessing(self, fid: FunctionId) -> bool:
+        """True for a method of a module that only input processors build (a filterbank
+        made by a feature extractor): it runs on the CPU before the model sees the data."""
+        class_name = self.functions[fid].class_name
+        if class_name is None:
+            return False
+        builders = self.constructions.get((fid[0], f"{class_name}.__init__"), [])
+        return (
+            bool(builders)
+            and all(self._is_preprocessor(builder) for builder in builders)
+            and (fid[0], class_name) not in self._base_classes()
+        )
+
+    def _is_preprocessor(self, fid: FunctionId) -> bool:
+        class_name = self.functions[fid].class_name
+        return class_name is not None and any(
+            base.rpartition(".")[2] in _PREPROCESSOR_BASES
+            for base in self.mro((fid[0], class_name))[1]
+        )
+
+    def _base_classes(self) -> set[ClassId]:
+        """The classes of the tree that another class of the tree derives from."""
+        if self._bases_memo is None:
+            self._bases_memo = {
+                base
+                for file in self.files
+                for qualname in file.facts.classes
+                for base in self.mro((file.path, qualname))[0][1:]
+            }
+        return self._bases_memo
 
     def _root_reason(self, fid: FunctionId, compiled_refs: set[FunctionId]) -> str | None:
         function = self.functions[fid]
@@ -498,7 +548,7 @@ class Project:
         compiled_roots: list[FunctionId] = []
         for fid in self.ids:
             reason = self._root_reason(fid, compiled_refs)  # first: most functions have none
-            if reason is not None and not self._is_cold(fid):
+            if reason is not None and not self._is_cold(fid) and not self._preprocessing(fid):
                 hot[fid] = _Hot(reason, (), True)
                 function = self.functions[fid]
                 if reason in ("torch.compile", "compiled-functions") or any(

@@ -343,6 +343,47 @@ def test_training_only_branches_do_not_run_in_inference() -> None:
     assert reported(source) == [("SG101", 12)]
 
 
+# --------------------------------------------------- CPU-side input processing
+
+
+def test_a_module_only_a_feature_extractor_builds_runs_on_the_cpu() -> None:
+    # An HF feature extractor prepares requests on the CPU; the filterbank module it builds
+    # (lazily) runs there too. The same kind of module built by a model stays hot.
+    source = """
+        import torch
+        from torch import nn
+        from transformers.feature_extraction_sequence_utils import SequenceFeatureExtractor
+
+        class Filterbank(nn.Module):
+            def __init__(self, n_mels=80):
+                super().__init__()
+                self.n_mels = n_mels
+
+            def forward(self, audio):
+                lens = torch.tensor([audio.shape[1]], device=audio.device)
+                return audio, lens.max().item()
+
+        class Prenet(nn.Module):
+            def forward(self, audio):
+                return torch.tensor([audio.shape[1]], device=audio.device)
+
+        class AudioFeatureExtractor(SequenceFeatureExtractor):
+            def filterbank(self):
+                if self._filterbank is None:
+                    self._filterbank = Filterbank()
+                return self._filterbank
+
+            def __call__(self, audio):
+                return self.filterbank()(torch.from_numpy(audio))
+
+        class AudioModel(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.prenet = Prenet()
+    """
+    assert reported(source) == [("SG301", 16)]
+
+
 # ----------------------------------------------------------------- device guards
 
 
