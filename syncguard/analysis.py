@@ -396,6 +396,63 @@ def _requirement(atom: ast.expr, holds: bool) -> Requirement | None:
     return None
 
 
+def _assigned(node: ast.AST) -> Iterator[ast.expr]:
+    """The names, attributes and items a statement assigns (tuples unpacked)."""
+    if isinstance(node, ast.Assign):
+        pending = list(node.targets)
+    elif isinstance(node, (ast.AnnAssign, ast.AugAssign, ast.For, ast.AsyncFor)):
+        pending = [node.target]
+    elif isinstance(node, ast.withitem) and node.optional_vars is not None:
+        pending = [node.optional_vars]
+    elif isinstance(node, ast.NamedExpr):
+        pending = [node.target]
+    else:
+        return
+    while pending:
+        target = pending.pop()
+        if isinstance(target, (ast.Tuple, ast.List)):
+            pending.extend(target.elts)
+        elif isinstance(target, ast.Starred):
+            pending.append(target.value)
+        else:
+            yield target
+
+
+def _init_parameters(node: ast.ClassDef) -> dict[str, str]:
+    """``self.attr = param`` made in ``__init__``, for attributes nothing else in the class
+    assigns and parameters ``__init__`` never reassigns: what the constructor is given."""
+    assignments: dict[str, int] = {}
+    from_init: dict[str, str] = {}
+    reassigned: set[str] = set()
+    parameters: set[str] = set()
+    for method in node.body:
+        if not isinstance(method, (ast.FunctionDef, ast.AsyncFunctionDef)) or not method.args.args:
+            continue
+        self_name = method.args.args[0].arg
+        is_init = method.name == "__init__"
+        if is_init:
+            arguments = method.args
+            parameters = {a.arg for a in (*arguments.args[1:], *arguments.kwonlyargs)}
+        for child in ast.walk(method):
+            for target in _assigned(child):
+                if isinstance(target, ast.Name) and is_init:
+                    reassigned.add(target.id)
+                elif (
+                    isinstance(target, ast.Attribute)
+                    and isinstance(target.value, ast.Name)
+                    and target.value.id == self_name
+                ):
+                    assignments[target.attr] = assignments.get(target.attr, 0) + 1
+                    value = child.value if isinstance(child, ast.Assign) else None
+                    if is_init and isinstance(value, ast.Name):
+                        from_init[target.attr] = value.id
+    return {
+        attribute: parameter
+        for attribute, parameter in from_init.items()
+        if assignments[attribute] == 1 and parameter in parameters - reassigned
+    }
+
+
 def _not_none_when(test: ast.expr, truth: bool) -> set[str]:
     """Names ``test`` being ``truth`` proves are not None (``x is not None``, ``x``)."""
     names = set()
@@ -1273,10 +1330,18 @@ class FileAnalyzer:
 
     def _requirements(self, test: ast.expr, truth: bool) -> tuple[Requirement, ...]:
         """What ``test`` being ``truth`` says about this function's parameters:
-        ``p is None`` / ``p is not None`` / ``p`` / ``p > 0`` (and ``not``, ``and`` / ``or``)."""
+        ``p is None`` / ``p is not None`` / ``p`` / ``p > 0`` (and ``not``, ``and`` / ``or``),
+        and about flags of ``self`` (``self.adaptive``)."""
         found: list[Requirement] = []
         scope = self.scope
         for atom, holds in _atoms_when(test, truth):
+            if (
+                isinstance(atom, ast.Attribute)
+                and isinstance(atom.value, ast.Name)
+                and atom.value.id == scope.self_name
+            ):  # ``self.flag``: the project knows what constructors are given for it
+                found.append((f"self.{atom.attr}", "true" if holds else "false"))
+                continue
             requirement = _requirement(atom, holds)
             if requirement is not None:
                 name = requirement[0]
@@ -1887,7 +1952,9 @@ class FileAnalyzer:
         qualname = node.name if parent == MODULE_SCOPE else f"{parent}.{node.name}"
         bases = tuple(self.qualified_name(base) or ast.unparse(base) for base in node.bases)
         attribute_types: dict[str, str] = {}
-        self.classes[qualname] = ClassFacts(qualname, node.lineno, bases, attribute_types)
+        self.classes[qualname] = ClassFacts(
+            qualname, node.lineno, bases, attribute_types, _init_parameters(node)
+        )
         facts = FunctionFacts(qualname, node.lineno, None, (), "class", (), None)
         self.scope = _Scope(facts, {}, {}, None, {})
         try:

@@ -145,7 +145,7 @@ _KNOWN_FIELDS: dict[type, tuple[str, ...]] = {
         "qualname", "line", "class_name", "params", "kind", "decorators", "marker", "sites",
         "calls", "literal_defaults",
     ),
-    ClassFacts: ("qualname", "line", "bases", "attribute_types"),
+    ClassFacts: ("qualname", "line", "bases", "attribute_types", "init_parameters"),
     CallSite: (
         "callee", "span", "statement", "args", "kwargs", "in_loop", "requires", "spread",
         "forwards_kwargs", "once",
@@ -254,7 +254,8 @@ def _plain(outcome: FileFacts | FileError) -> tuple[Any, ...]:
              function.literal_defaults)
         )  # fmt: skip
     classes = tuple(
-        (c.qualname, c.line, c.bases, c.attribute_types) for c in outcome.classes.values()
+        (c.qualname, c.line, c.bases, c.attribute_types, c.init_parameters)
+        for c in outcome.classes.values()
     )
     table = tuple(
         (int(value.place), tuple(sorted(value.params)), tuple(sorted(value.tags)))
@@ -343,8 +344,8 @@ def decode_facts(
             literal_defaults,
         )  # fmt: skip
     classes = {
-        qualname: ClassFacts(qualname, line, bases, attribute_types)
-        for qualname, line, bases, attribute_types in encoded_classes
+        qualname: ClassFacts(qualname, line, bases, attribute_types, init_parameters)
+        for qualname, line, bases, attribute_types, init_parameters in encoded_classes
     }
     return FileFacts(
         module,

@@ -110,6 +110,8 @@ class ClassFacts:
     line: int
     bases: tuple[str, ...]
     attribute_types: dict[str, str]  # self.attr = SomeClass(...) in __init__
+    # self.attr = param in __init__, the only assignment of self.attr in the class.
+    init_parameters: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass(slots=True)

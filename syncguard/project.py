@@ -199,8 +199,8 @@ class Project:
         self.ids: list[FunctionId] = []
         self.targets: dict[tuple[FunctionId, int], FunctionId] = {}
         self.callers: dict[FunctionId, list[tuple[FunctionId, CallSite]]] = {}
-        # ``Cls.__init__`` -> the functions that build a ``Cls`` (``Cls(...)``).
-        self.constructions: dict[FunctionId, list[FunctionId]] = {}
+        # ``Cls.__init__`` -> where a ``Cls`` is built (``Cls(...)``): function and call.
+        self.constructions: dict[FunctionId, list[tuple[FunctionId, CallSite]]] = {}
         functions, targets, callers = self.functions, self.targets, self.callers
         constructions = self.constructions
         for file in sorted(self.files, key=lambda f: f.path):
@@ -224,7 +224,7 @@ class Project:
                     if target[1].endswith(".__init__") and not explicit_init:
                         # ``Cls(...)``: cold (``__init__``), so it tells only who builds what.
                         targets[(fid, index)] = target
-                        constructions.setdefault(target, []).append(fid)
+                        constructions.setdefault(target, []).append((fid, call))
                     elif not call.once:
                         targets[(fid, index)] = target
                         found = callers.get(target)
@@ -469,7 +469,7 @@ class Project:
         builders = self.constructions.get((fid[0], f"{class_name}.__init__"), [])
         return (
             bool(builders)
-            and all(self._is_preprocessor(builder) for builder in builders)
+            and all(self._is_preprocessor(builder) for builder, _ in builders)
             and (fid[0], class_name) not in self._base_classes()
         )
 
@@ -594,8 +594,10 @@ class Project:
         params = function.params
         if name not in params:
             return None
-        bound = function.kind == "classmethod" or (
-            call.callee[0] in ("self", "attr") and function.kind == "method"
+        bound = (
+            function.kind == "classmethod"
+            or (call.callee[0] in ("self", "attr") and function.kind == "method")
+            or (target[1].endswith(".__init__") and not call.callee[-1].endswith("__init__"))
         )
         index = params.index(name) - (1 if bound else 0)
         if 0 <= index < len(call.args):
@@ -646,6 +648,8 @@ class Project:
         found: list[Requirement] = []
         through_kwargs = call.forwards_kwargs and not call.spread
         for name, state in requires:
+            if name.startswith("self."):
+                continue  # the callee's own flag: decided by its constructors
             if name.startswith("**"):
                 keyword = name[2:].partition("=")[0]
                 if through_kwargs and keyword not in dict(call.kwargs):
@@ -668,6 +672,12 @@ class Project:
             return False
         key = (fid, requires)
         found = self._excluded_memo.get(key)
+        if found is None and any(
+            self._flag_never_set(fid, name[5:], state)
+            for name, state in requires
+            if name.startswith("self.")
+        ):
+            found = self._excluded_memo[key] = True
         if found is None:
             self._excluded_memo[key] = False  # while deciding: a cycle proves nothing
             # A root (a forward) is also called from outside: every caller in the tree tells.
@@ -686,6 +696,25 @@ class Project:
             )
             self._excluded_memo[key] = found
         return found
+
+    def _flag_never_set(self, fid: FunctionId, attribute: str, state: str) -> bool:
+        """True when ``self.<attribute>`` of ``fid``'s class comes from an ``__init__``
+        parameter that every construction in the tree (at least one) gives a value
+        contradicting ``state``: ``if self.adaptive:`` where all pass ``adaptive=False``."""
+        class_name = self.functions[fid].class_name
+        if class_name is None or (fid[0], class_name) in self._base_classes():
+            return False  # a subclass may set the flag its own way
+        parameter = self._class((fid[0], class_name)).init_parameters.get(attribute)
+        init = (fid[0], f"{class_name}.__init__")
+        built = self.constructions.get(init, [])
+        return (
+            parameter is not None
+            and bool(built)
+            and all(
+                _contradicts(state, self._argument_state(call, init, parameter))
+                for _, call in built
+            )
+        )
 
     def summaries(
         self, roots: Collection[FunctionId] = ()

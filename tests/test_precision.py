@@ -872,6 +872,50 @@ def test_recursion_through_a_condition_keeps_the_site() -> None:
     assert reported(source) == [("SG102", 10)]
 
 
+def test_a_flag_every_constructor_call_leaves_false() -> None:
+    # self.adaptive comes from __init__ and the only construction passes False: that branch
+    # never runs. self.dynamic is passed True once, and Pooler has a subclass that may set
+    # its flag its own way: both branches stay.
+    source = """
+        import torch
+        from torch import nn
+
+        class Resampler(nn.Module):
+            def __init__(self, dim, adaptive=False, dynamic=False):
+                super().__init__()
+                self.adaptive = adaptive
+                self.dynamic = dynamic
+
+            def forward(self, x, sizes):
+                if self.adaptive:
+                    pos = torch.from_numpy(sizes).to(x.device)
+                if not self.dynamic:
+                    return x
+                return x[:, : int(x.sum())]
+
+        class Pooler(nn.Module):
+            def __init__(self, strict=False):
+                super().__init__()
+                self.strict = strict
+
+            def forward(self, x):
+                if self.strict:
+                    assert x.isfinite().all()
+                return x
+
+        class StrictPooler(Pooler):
+            pass
+
+        class Model(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.resampler = Resampler(64, adaptive=False)
+                self.video_resampler = Resampler(64, False, True)
+                self.pooler = Pooler(strict=False)
+    """
+    assert reported(source) == [("SG104", 15), ("SG105", 24)]
+
+
 # ------------------------------------------------- host data by project convention
 
 
