@@ -91,6 +91,8 @@ _HOST_ANNOTATIONS = re.compile(
     r"^(?:Optional\[)?(?:int|float|bool|str|bytes|list|List|tuple|Tuple|dict|Dict|set|Set|"
     r"Sequence|Iterable|Mapping|np\.ndarray|numpy\.ndarray|npt\.NDArray|NDArray)\b"
 )
+# A declaration's trailing comment saying the value lives on the CPU (``# CPU tensor``).
+_CPU_COMMENT = re.compile(r"#\s*(?:on\s+(?:the\s+)?)?CPU\b", re.IGNORECASE)
 # Tensor attributes that are host metadata.
 _HOST_ATTRIBUTES = frozenset(
     {"shape", "dtype", "device", "ndim", "is_cuda", "is_cpu", "layout", "requires_grad",
@@ -498,6 +500,14 @@ def _as_named(name: str, value: Value) -> Value:
     return value
 
 
+def _class_annotation(text: str) -> str:
+    """The class an annotation names, quotes and ``| None`` / ``Optional[...]`` aside."""
+    text = text.strip("'\"")
+    if text.startswith("Optional[") and text.endswith("]"):
+        text = text[len("Optional[") : -1]
+    return text.removesuffix(" | None").removeprefix("None | ").strip("'\"")
+
+
 def _is_host_annotation(annotation: ast.expr | None) -> bool:
     if annotation is None:
         return False
@@ -578,6 +588,8 @@ class _Scope:
     rebound_maybe_none: set[str] = field(default_factory=set)
     maybe_none: set[str] = field(default_factory=set)  # names that may hold None here
     kwargs_name: str | None = None  # the ``**kwargs`` parameter
+    # Parameters annotated with a class of this module that declares host fields.
+    typed_params: dict[str, frozenset[str]] = field(default_factory=dict)
 
 
 # Device-guarded host values, requirements on parameters and maybe-None names of a branch.
@@ -605,6 +617,7 @@ class FileAnalyzer:
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
         }
         self.visitors = self._visitors(rules, source)
+        self.host_fields = self._host_fields(tree)
         self.class_attributes: dict[str, dict[str, Value]] = {}
         # Functions (analysed so far, by qualified name) whose every return is device data.
         self.device_results: dict[str, Value] = {}
@@ -625,6 +638,28 @@ class FileAnalyzer:
             for node_type, attribute in _visit_methods(type(rule)):
                 visitors.setdefault(node_type, []).append((rule.code, getattr(rule, attribute)))
         return visitors
+
+    def _host_fields(self, tree: ast.Module) -> dict[str, frozenset[str]]:
+        """Class of this module -> its fields declared as host data: annotated ``int``,
+        ``list[int]``, ``np.ndarray`` (``num_scheduled_tokens: np.ndarray``), or said to be
+        on the CPU by a comment (``prompt_lens: torch.Tensor  # CPU tensor``)."""
+        found: dict[str, frozenset[str]] = {}
+        for node in tree.body:
+            if not isinstance(node, ast.ClassDef):
+                continue
+            fields = frozenset(
+                statement.target.id
+                for statement in node.body
+                if isinstance(statement, ast.AnnAssign)
+                and isinstance(statement.target, ast.Name)
+                and (
+                    _is_host_annotation(statement.annotation)
+                    or _CPU_COMMENT.search(self.lines[statement.lineno - 1])
+                )
+            )
+            if fields:
+                found[node.name] = fields
+        return found
 
     def analyze(self) -> FileFacts:
         self.functions[MODULE_SCOPE] = self.scope.facts
@@ -859,8 +894,16 @@ class FileAnalyzer:
             return _as_named(attr, HOST)
         if self.qualified_name(node) is not None:
             return HOST  # torch.float32, np.pi, module.CONSTANT
-        if isinstance(base, ast.Name) and base.id == self.scope.self_name:
-            return _as_named(attr, UNKNOWN)
+        if isinstance(base, ast.Name):
+            if base.id == self.scope.self_name:
+                return _as_named(attr, UNKNOWN)
+            host_fields = self.scope.typed_params.get(base.id)
+            if (
+                host_fields is not None
+                and attr in host_fields
+                and base.id not in self.scope.rebound
+            ):
+                return _as_named(attr, HOST)
         base_value = self.value(base)
         if attr in ("T", "mT", "H", "data", "real", "imag"):
             return base_value
@@ -1856,6 +1899,7 @@ class FileAnalyzer:
             else:
                 env[name] = _as_named(name, param(name))
         module_params = set()
+        typed_params: dict[str, frozenset[str]] = {}
         for argument in all_arguments:  # annotations say what a parameter is
             annotation = ast.unparse(argument.annotation) if argument.annotation else ""
             if _MODULE_ANNOTATION.search(annotation) or _MODULE_WORDS & set(
@@ -1863,6 +1907,9 @@ class FileAnalyzer:
             ):
                 module_params.add(argument.arg)
             known = env[argument.arg]
+            host_fields = self.host_fields.get(_class_annotation(annotation))
+            if host_fields is not None:
+                typed_params[argument.arg] = host_fields
             if _TENSOR_ANNOTATION.match(annotation.strip("'\"")) and not known.on_host:
                 env[argument.arg] = known.with_tags(TENSOR)
             elif _SEQUENCE_ANNOTATION.match(annotation):
@@ -1894,6 +1941,7 @@ class FileAnalyzer:
         self.scope.default_device = outer.default_device
         self.scope.module_params = frozenset(module_params)
         self.scope.kwargs_name = arguments.kwarg.arg if arguments.kwarg else None
+        self.scope.typed_params = typed_params
         self.scope.maybe_none |= set(facts.params)  # a caller may pass None for any of them
         self.scope.host_code = (
             outer.host_code

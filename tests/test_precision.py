@@ -632,6 +632,36 @@ def test_a_submodule_reports_its_syncs_once() -> None:
     assert reported(source) == [("SG202", 6)]
 
 
+def test_fields_a_class_declares_as_host_data() -> None:
+    # The batch class says which fields are host data (numpy, a CPU comment); a helper
+    # given the batch reads those without a sync, but its device field still syncs.
+    source = """
+        from dataclasses import dataclass
+
+        import numpy as np
+        import torch
+        from torch import nn
+
+        @dataclass
+        class Batch:
+            num_scheduled_tokens: np.ndarray
+            prompt_lens: torch.Tensor  # CPU tensor
+            seq_lens: torch.Tensor
+
+        def longest(batch: Batch, lens: Batch | None) -> int:
+            query = int(batch.num_scheduled_tokens.max())
+            prompt = batch.prompt_lens.tolist()
+            return query + max(prompt) + int(batch.seq_lens.max())
+
+        class Runner(nn.Module):
+            def forward(self, batch):
+                return longest(batch, None)
+    """
+    (finding,) = lint_snippet(source).findings
+    assert (finding.code, finding.span.line) == ("SG104", 20)
+    assert "sites" not in finding.message  # only the int() of the device field
+
+
 def test_host_arrays_stay_host_data_under_other_names() -> None:
     source = """
         import numpy as np
