@@ -32,6 +32,7 @@ from syncguard.values import (
     DEVICE,
     EVENT,
     FALSY,
+    FIELD_PREFIX,
     FORWARDED,
     HOST,
     INDEX,
@@ -588,8 +589,8 @@ class _Scope:
     rebound_maybe_none: set[str] = field(default_factory=set)
     maybe_none: set[str] = field(default_factory=set)  # names that may hold None here
     kwargs_name: str | None = None  # the ``**kwargs`` parameter
-    # Parameters annotated with a class of this module that declares host fields.
-    typed_params: dict[str, frozenset[str]] = field(default_factory=dict)
+    # Parameters annotated with a class: of this module with host fields, or imported.
+    typed_params: dict[str, str] = field(default_factory=dict)
 
 
 # Device-guarded host values, requirements on parameters and maybe-None names of a branch.
@@ -742,7 +743,7 @@ class FileAnalyzer:
                 statement=self.statement,
                 message=message or "",
                 suggestion=suggestion,
-                value=value.without_tags(),
+                value=value.placement(),
                 in_loop=self.in_loop,
                 fix=fix,
                 requires=self.scope.requires,
@@ -897,13 +898,15 @@ class FileAnalyzer:
         if isinstance(base, ast.Name):
             if base.id == self.scope.self_name:
                 return _as_named(attr, UNKNOWN)
-            host_fields = self.scope.typed_params.get(base.id)
-            if (
-                host_fields is not None
-                and attr in host_fields
-                and base.id not in self.scope.rebound
-            ):
-                return _as_named(attr, HOST)
+            class_name = self.scope.typed_params.get(base.id)
+            if class_name is not None and base.id not in self.scope.rebound:
+                if attr in self.host_fields.get(class_name, ()):
+                    return _as_named(attr, HOST)
+                imported = self.imports.get(class_name)
+                if imported is not None:  # the project phase knows that class's fields
+                    value = self.value(base)
+                    field_tag = f"{FIELD_PREFIX}{imported}.{attr}"
+                    return Value(value.place, value.params, _named_tags(attr) | {field_tag})
         base_value = self.value(base)
         if attr in ("T", "mT", "H", "data", "real", "imag"):
             return base_value
@@ -1899,7 +1902,7 @@ class FileAnalyzer:
             else:
                 env[name] = _as_named(name, param(name))
         module_params = set()
-        typed_params: dict[str, frozenset[str]] = {}
+        typed_params: dict[str, str] = {}
         for argument in all_arguments:  # annotations say what a parameter is
             annotation = ast.unparse(argument.annotation) if argument.annotation else ""
             if _MODULE_ANNOTATION.search(annotation) or _MODULE_WORDS & set(
@@ -1907,9 +1910,9 @@ class FileAnalyzer:
             ):
                 module_params.add(argument.arg)
             known = env[argument.arg]
-            host_fields = self.host_fields.get(_class_annotation(annotation))
-            if host_fields is not None:
-                typed_params[argument.arg] = host_fields
+            annotated = _class_annotation(annotation)
+            if annotated in self.host_fields or annotated in self.imports:
+                typed_params[argument.arg] = annotated
             if _TENSOR_ANNOTATION.match(annotation.strip("'\"")) and not known.on_host:
                 env[argument.arg] = known.with_tags(TENSOR)
             elif _SEQUENCE_ANNOTATION.match(annotation):
@@ -2001,7 +2004,12 @@ class FileAnalyzer:
         bases = tuple(self.qualified_name(base) or ast.unparse(base) for base in node.bases)
         attribute_types: dict[str, str] = {}
         self.classes[qualname] = ClassFacts(
-            qualname, node.lineno, bases, attribute_types, _init_parameters(node)
+            qualname,
+            node.lineno,
+            bases,
+            attribute_types,
+            _init_parameters(node),
+            self.host_fields.get(qualname, frozenset()),
         )
         facts = FunctionFacts(qualname, node.lineno, None, (), "class", (), None)
         self.scope = _Scope(facts, {}, {}, None, {})

@@ -145,7 +145,9 @@ _KNOWN_FIELDS: dict[type, tuple[str, ...]] = {
         "qualname", "line", "class_name", "params", "kind", "decorators", "marker", "sites",
         "calls", "literal_defaults",
     ),
-    ClassFacts: ("qualname", "line", "bases", "attribute_types", "init_parameters"),
+    ClassFacts: (
+        "qualname", "line", "bases", "attribute_types", "init_parameters", "host_fields",
+    ),
     CallSite: (
         "callee", "span", "statement", "args", "kwargs", "in_loop", "requires", "spread",
         "forwards_kwargs", "once",
@@ -254,7 +256,14 @@ def _plain(outcome: FileFacts | FileError) -> tuple[Any, ...]:
              function.literal_defaults)
         )  # fmt: skip
     classes = tuple(
-        (c.qualname, c.line, c.bases, c.attribute_types, c.init_parameters)
+        (
+            c.qualname,
+            c.line,
+            c.bases,
+            c.attribute_types,
+            c.init_parameters,
+            tuple(sorted(c.host_fields)),
+        )
         for c in outcome.classes.values()
     )
     table = tuple(
@@ -344,8 +353,10 @@ def decode_facts(
             literal_defaults,
         )  # fmt: skip
     classes = {
-        qualname: ClassFacts(qualname, line, bases, attribute_types, init_parameters)
-        for qualname, line, bases, attribute_types, init_parameters in encoded_classes
+        qualname: ClassFacts(
+            qualname, line, bases, attribute_types, init_parameters, frozenset(host_fields)
+        )
+        for qualname, line, bases, attribute_types, init_parameters, host_fields in encoded_classes
     }
     return FileFacts(
         module,

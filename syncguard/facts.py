@@ -112,6 +112,8 @@ class ClassFacts:
     attribute_types: dict[str, str]  # self.attr = SomeClass(...) in __init__
     # self.attr = param in __init__, the only assignment of self.attr in the class.
     init_parameters: dict[str, str] = field(default_factory=dict)
+    # Fields declared as host data (``lens: np.ndarray``, ``lens: torch.Tensor  # CPU``).
+    host_fields: frozenset[str] = frozenset()
 
 
 @dataclass(slots=True)

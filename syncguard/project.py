@@ -36,7 +36,16 @@ from syncguard.facts import (
     Span,
 )
 from syncguard.rule import HotPath, Record, Rule
-from syncguard.values import FALSY, FORWARDED, NONE, NOT_NONE, TRUTHY, Place, Value
+from syncguard.values import (
+    FALSY,
+    FIELD_PREFIX,
+    FORWARDED,
+    NONE,
+    NOT_NONE,
+    TRUTHY,
+    Place,
+    Value,
+)
 
 FunctionId = tuple[str, str]  # (path, qualname within the module)
 ClassId = tuple[str, str]
@@ -182,6 +191,7 @@ class Project:
         self._excluded_memo: dict[tuple[FunctionId, tuple[Requirement, ...]], bool] = {}
         self._maybe_hot: set[FunctionId] = set()  # set by hot_paths()
         self._bases_memo: set[ClassId] | None = None
+        self._field_memo: dict[tuple[str, str], bool] = {}
         self._roots: set[FunctionId] = set()
         self.by_path = {file.path: file for file in self.files}
         self.non_blocking = frozenset(rule.code for rule in self.rules if not rule.blocks_host)
@@ -350,6 +360,27 @@ class Project:
         if found is not None and found[1] in self.by_path[found[0]].facts.classes:
             return found
         return None
+
+    def on_host(self, path: str, value: Value) -> bool:
+        """True for a value the per-file phase could not place but the tree can: a field
+        of a class from another module that declares it host data (``# CPU tensor``)."""
+        if value.place is Place.HOST:
+            return True
+        for tag in value.tags:
+            if tag.startswith(FIELD_PREFIX):
+                key = (self.by_path[path].root, tag)
+                found = self._field_memo.get(key)
+                if found is None:
+                    found = self._field_memo[key] = self._host_field(*key)
+                return found
+        return False
+
+    def _host_field(self, root: str, tag: str) -> bool:
+        class_name, _, attribute = tag[len(FIELD_PREFIX) :].rpartition(".")
+        found = self._resolve_dotted(class_name, root)
+        if found is None or found[1] not in self.by_path[found[0]].facts.classes:
+            return False
+        return any(attribute in self._class(cid).host_fields for cid in self.mro(found)[0])
 
     def _class(self, cid: ClassId) -> ClassFacts:
         return self.by_path[cid[0]].facts.classes[cid[1]]
@@ -727,7 +758,7 @@ class Project:
         pending: deque[FunctionId] = deque()
         for fid in self.ids:
             for site in self.functions[fid].sites:
-                if site.value.place is not Place.PARAM:
+                if site.value.place is not Place.PARAM or self.on_host(fid[0], site.value):
                     continue
                 key = (fid, site.code, site.span)
                 step = Step(fid[0], site.span.line, self.qualified(fid))
@@ -746,7 +777,11 @@ class Project:
                 # list(): a recursive call (caller == target) adds to the entries it reads.
                 for name, entries in list(summary.get(target, {}).items()):
                     argument = self._argument(call, target, name)
-                    if argument is None or argument.place is not Place.PARAM:
+                    if (
+                        argument is None
+                        or argument.place is not Place.PARAM
+                        or self.on_host(caller[0], argument)
+                    ):
                         continue
                     step = Step(caller[0], call.span.line, self.qualified(caller))
                     for outer in argument.params:
@@ -881,6 +916,8 @@ class Project:
                     not treat_as_root or site.value.params <= on_host
                 ):
                     continue
+                if self.on_host(fid[0], site.value):
+                    continue  # a host field of a class from another module
                 if self._never_taken(fid, site.requires):
                     continue  # a branch no caller takes
                 step = Step(fid[0], site.span.line, here)
@@ -904,7 +941,7 @@ class Project:
                 by_code: dict[str, list[tuple[str, _Chain]]] = {}
                 for name, entries in sorted(summary[target].items()):
                     argument = self._argument(call, target, name)
-                    if argument is None or argument.place is Place.HOST:
+                    if argument is None or self.on_host(fid[0], argument):
                         continue
                     if argument.place is Place.PARAM and (
                         not treat_as_root or argument.params <= on_host

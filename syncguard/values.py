@@ -42,6 +42,9 @@ NOT_NONE = "not-none"  # an argument that cannot be None (a computed value, see 
 # An argument that is the caller's own parameter, unchanged; its ``params`` name it (even
 # when the parameter is known to be on the host).
 FORWARDED = "forwarded"
+# ``field:<qualified class>.<attribute>``: read from a parameter annotated with a class of
+# another module; the project phase knows whether that class declares the field host data.
+FIELD_PREFIX = "field:"
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,6 +68,12 @@ class Value:
 
     def without_tags(self) -> Value:
         return Value(self.place, self.params) if self.tags else self
+
+    def placement(self) -> Value:
+        """Where the value lives, as a sync site records it: the field it was read from
+        (see :data:`FIELD_PREFIX`) is kept for the project phase to place."""
+        fields = frozenset(tag for tag in self.tags if tag.startswith(FIELD_PREFIX))
+        return Value(self.place, self.params, fields) if self.tags != fields else self
 
 
 def maybe_device_tensor(value: Value) -> bool:

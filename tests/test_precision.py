@@ -662,6 +662,45 @@ def test_fields_a_class_declares_as_host_data() -> None:
     assert "sites" not in finding.message  # only the int() of the device field
 
 
+def test_fields_a_class_of_another_module_declares_as_host_data() -> None:
+    # The pooler reads a field the metadata module documents as a CPU tensor, and one it
+    # does not; a helper given the CPU field directly does not sync either.
+    result = lint_tree(
+        {
+            "engine/__init__.py": "",
+            "engine/metadata.py": """
+                from dataclasses import dataclass
+
+                import torch
+
+                @dataclass
+                class PoolingMetadata:
+                    prompt_lens: torch.Tensor  # CPU tensor
+                    prompt_token_ids: torch.Tensor
+            """,
+            "engine/pooler.py": """
+                from torch import nn
+
+                from engine.metadata import PoolingMetadata
+
+                def split_sizes(lens):
+                    return lens.tolist()
+
+                class Pooler(nn.Module):
+                    def forward(self, hidden, metadata: PoolingMetadata):
+                        lens = metadata.prompt_lens
+                        sizes = lens.tolist()
+                        more = split_sizes(metadata.prompt_lens)
+                        return hidden.split(sizes), metadata.prompt_token_ids.tolist(), more
+            """,
+        }
+    )
+    assert not result.problems
+    assert [(f.path, f.code, f.span.line) for f in result.findings] == [
+        ("engine/pooler.py", "SG102", 13)
+    ]
+
+
 def test_host_arrays_stay_host_data_under_other_names() -> None:
     source = """
         import numpy as np
