@@ -29,6 +29,7 @@ from syncguard.facts import (
 from syncguard.rule import Rule
 from syncguard.values import (
     BOOL,
+    CPU,
     DEVICE,
     EVENT,
     FALSY,
@@ -317,14 +318,25 @@ def _device_check(test: ast.expr) -> tuple[ast.expr | None, bool]:
 
 def literal_state(node: ast.expr | None) -> str | None:
     """``"none"``, ``"false"`` or ``"true"`` for a constant, ``"num:-1"`` for a number
-    (``-1`` included); else None."""
+    (``-1`` included), ``"cpu"`` for ``"cpu"`` or ``torch.device("cpu")``; else None."""
     number = _number(node)
     if number is not None:
         return f"num:{number!r}"
+    if (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, (ast.Attribute, ast.Name))
+        and (node.func.attr if isinstance(node.func, ast.Attribute) else node.func.id) == "device"
+        and len(node.args) == 1
+    ):
+        node = node.args[0]  # torch.device("cpu")
+        if not (isinstance(node, ast.Constant) and node.value == "cpu"):
+            return None
     if not isinstance(node, ast.Constant):
         return None
     if node.value is None:
         return "none"
+    if node.value == "cpu":
+        return "cpu"
     return "true" if node.value else "false"
 
 
@@ -340,7 +352,7 @@ def _number(node: ast.expr | None) -> int | float | None:
 
 def _literal_tag(state: str) -> str:
     """The tag of an argument whose :func:`literal_state` is ``state``."""
-    return {"none": NONE, "false": FALSY, "true": TRUTHY}.get(state, state)
+    return {"none": NONE, "false": FALSY, "true": TRUTHY, "cpu": CPU}.get(state, state)
 
 
 # Comparison operators, and the one that holds when the comparison fails.
@@ -736,6 +748,10 @@ class FileAnalyzer:
         value = DEVICE if subject is None else self.value(subject)
         if value.on_host or self.scope.lazy_depth or self.scope.host_code:
             return
+        requires = self.scope.requires
+        destination = self._destination_parameter(subject)
+        if destination is not None:  # a copy to the device a caller names
+            requires = (*requires, (destination, "accelerator"))
         self.scope.facts.sites.append(
             Site(
                 code=self.rule_code,
@@ -746,9 +762,27 @@ class FileAnalyzer:
                 value=value.placement(),
                 in_loop=self.in_loop,
                 fix=fix,
-                requires=self.scope.requires,
+                requires=requires,
             )
         )
+
+    def _destination_parameter(self, node: ast.expr | None) -> str | None:
+        """The parameter naming the device a call moves data to: ``x.to(device)``,
+        ``torch.tensor(data, device=device)``; a caller passing ``"cpu"`` or None makes
+        it a host copy."""
+        if not isinstance(node, ast.Call):
+            return None
+        device = self._keyword(node, "device")
+        if device is None and isinstance(node.func, ast.Attribute) and node.func.attr == "to":
+            device = node.args[0] if node.args else None
+        scope = self.scope
+        if (
+            isinstance(device, ast.Name)
+            and device.id in scope.facts.params
+            and device.id not in scope.rebound
+        ):
+            return device.id
+        return None
 
     # --------------------------------------------------------------- values
 

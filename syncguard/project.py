@@ -37,6 +37,7 @@ from syncguard.facts import (
 )
 from syncguard.rule import HotPath, Record, Rule
 from syncguard.values import (
+    CPU,
     FALSY,
     FIELD_PREFIX,
     FORWARDED,
@@ -159,16 +160,19 @@ class _Chain:
 _Matcher = Callable[[str], object]  # a compiled glob's ``match``
 # Argument states (see Project._argument_state) that contradict a requirement.
 _CONTRADICTS = {
-    "none": frozenset({"false", "true", "given"}),
+    "none": frozenset({"false", "true", "given", "cpu"}),
     "not-none": frozenset({"none"}),
     "true": frozenset({"none", "false"}),
-    "false": frozenset({"true"}),
+    "false": frozenset({"true", "cpu"}),
+    "accelerator": frozenset({"none", "cpu"}),  # a device to copy to: not None, not "cpu"
 }
 _COMPARE: dict[str, Callable[[float, float], bool]] = {
     ">": operator.gt, ">=": operator.ge, "<": operator.lt, "<=": operator.le,
     "==": operator.eq, "!=": operator.ne,
 }  # fmt: skip
-_ARGUMENT_STATES = ((NONE, "none"), (FALSY, "false"), (TRUTHY, "true"), (NOT_NONE, "given"))
+_ARGUMENT_STATES = (
+    (NONE, "none"), (FALSY, "false"), (TRUTHY, "true"), (CPU, "cpu"), (NOT_NONE, "given")
+)  # fmt: skip
 
 
 @dataclass

@@ -39,6 +39,7 @@ NONE = "none"  # the constant None
 FALSY = "falsy"  # a false constant other than None (False, "")
 TRUTHY = "truthy"  # a true constant (True, "x"); a number is tagged ``num:<value>``
 NOT_NONE = "not-none"  # an argument that cannot be None (a computed value, see analysis)
+CPU = "cpu"  # the device "cpu" (or torch.device("cpu")): data sent there stays on the host
 # An argument that is the caller's own parameter, unchanged; its ``params`` name it (even
 # when the parameter is known to be on the host).
 FORWARDED = "forwarded"

@@ -941,6 +941,33 @@ def test_recursion_through_a_condition_keeps_the_site() -> None:
     assert reported(source) == [("SG102", 10)]
 
 
+def test_a_copy_to_the_device_a_caller_names_cpu() -> None:
+    # The helpers copy to the device they are given; the penalties pass "cpu" (or nothing,
+    # and .to(None) moves nothing), the sampler passes the logits' device: a real copy.
+    source = """
+        import numpy as np
+        import torch
+        from torch import nn
+
+        def padded(rows, device=None):
+            return torch.from_numpy(np.array(rows)).to(device)
+
+        def as_tensor(rows, device):
+            return torch.tensor(rows, device=device)
+
+        class Penalties(nn.Module):
+            def forward(self, logits, rows):
+                cpu = padded(rows, device="cpu")
+                same = padded(rows)
+                return logits, cpu, same, as_tensor(rows, torch.device("cpu"))
+
+        class Sampler(nn.Module):
+            def forward(self, logits, rows):
+                return as_tensor(rows, logits.device)
+    """
+    assert reported(source) == [("SG301", 9)]
+
+
 def test_a_flag_every_constructor_call_leaves_false() -> None:
     # self.adaptive comes from __init__ and the only construction passes False: that branch
     # never runs. self.dynamic is passed True once, and Pooler has a subclass that may set
