@@ -18,6 +18,8 @@ class TensorFormatSync(Rule):
     Host metadata (``t.shape``, ``t.dtype``, ``t.device``) is not reported. Lazy
     logging (``logger.debug("%s", t)``) formats only when the record is emitted and
     is not reported; an f-string passed to a logger is built (and syncs) every time.
+    A message built only on the error path (``raise ValueError(f"{t}")``, an assert's
+    message) is not reported either: it runs when the step fails, not every step.
 
     Why it syncs: printing needs the values, so the tensor is copied to the host
     after every queued kernel has run; ``repr`` of one tensor can copy several times
@@ -47,6 +49,18 @@ class Decoder(nn.Module):
         print(f"step {step}: shape {x.shape} dtype {x.dtype}")
         logger.debug("lens %s", seq_lens_cpu)
         label = str(x.device)
+        return x
+"""
+        ),
+        Valid(
+            """
+import torch
+from torch import nn
+
+class Decoder(nn.Module):
+    def forward(self, x, lens_cpu):
+        if lens_cpu.min() < 0:
+            raise ValueError(f"negative lengths for batch {x}")
         return x
 """
         ),

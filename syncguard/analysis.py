@@ -1335,7 +1335,20 @@ class FileAnalyzer:
                 if case.guard is not None:
                     self._expression(case.guard)
                 self._body(case.body)
-        else:  # Raise, Assert, Delete, Global, Pass, ...
+        elif isinstance(node, (ast.Raise, ast.Assert)):
+            if isinstance(node, ast.Assert):
+                self._expression(node.test)
+            # The exception and an assert's message are built only on the error path.
+            scope.lazy_depth += 1
+            try:
+                for error_part in (
+                    (node.msg,) if isinstance(node, ast.Assert) else (node.exc, node.cause)
+                ):
+                    if error_part is not None:
+                        self._expression(error_part)
+            finally:
+                scope.lazy_depth -= 1
+        else:  # Delete, Global, Pass, ...
             for child in ast.iter_child_nodes(node):
                 if isinstance(child, ast.expr):
                     self._expression(child)

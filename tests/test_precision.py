@@ -228,6 +228,23 @@ def test_a_comparison_of_host_settings_is_a_python_bool() -> None:
 # ---------------------------------------------------------- once, not per step
 
 
+def test_an_error_message_is_built_only_when_the_check_fails() -> None:
+    # The raise and the assert's message format tensors only on the error path; the
+    # conditions that guard them run every step.
+    source = """
+        import torch
+        from torch import nn
+
+        class Merger(nn.Module):
+            def forward(self, x, sizes):
+                if (sizes % 2 != 0).any():
+                    raise ValueError(f"sizes must be even, got {sizes.tolist()}")
+                assert x.shape[0] == 4, f"bad sizes {sizes} for {x.sum().item()}"
+                return x
+    """
+    assert reported(source) == [("SG105", 6)]
+
+
 def test_early_return_when_cached_makes_the_rest_run_once() -> None:
     source = """
         import torch
