@@ -1776,7 +1776,10 @@ class FileAnalyzer:
             if reference is not None:
                 self.compiled.append((self.scope.facts.qualname, reference))
         callee = self._callee(func)
-        if callee is None:
+        if callee is None or (
+            # Code that runs once matters only for what it builds (a ``Cls(...)``).
+            self.scope.lazy_depth and not callee[-1].rpartition(".")[2][:1].isupper()
+        ):
             return
         self.scope.facts.calls.append(
             CallSite(

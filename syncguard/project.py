@@ -194,7 +194,7 @@ class Project:
         self._dotted_memo: dict[tuple[str, str], tuple[str, str] | None] = {}
         self._excluded_memo: dict[tuple[FunctionId, tuple[Requirement, ...]], bool] = {}
         self._maybe_hot: set[FunctionId] = set()  # set by hot_paths()
-        self._bases_memo: set[ClassId] | None = None
+        self._bases_memo: dict[str, list[tuple[str, str]]] | None = None
         self._field_memo: dict[tuple[str, str], bool] = {}
         self._roots: set[FunctionId] = set()
         self.by_path = {file.path: file for file in self.files}
@@ -234,8 +234,9 @@ class Project:
                 for index, (call, target) in enumerate(zip(calls, resolved, strict=True)):
                     if target is None or target not in functions:
                         continue
-                    explicit_init = call.callee[-1].endswith("__init__")  # Base.__init__(self)
-                    if target[1].endswith(".__init__") and not explicit_init:
+                    if target[1].endswith(".__init__") and not call.callee[-1].endswith(
+                        "__init__"  # Base.__init__(self, ...) is a call, not a construction
+                    ):
                         # ``Cls(...)``: cold (``__init__``), so it tells only who builds what.
                         targets[(fid, index)] = target
                         constructions.setdefault(target, []).append((fid, call))
@@ -505,7 +506,7 @@ class Project:
         return (
             bool(builders)
             and all(self._is_preprocessor(builder) for builder, _ in builders)
-            and (fid[0], class_name) not in self._base_classes()
+            and not self._subclassed((fid[0], class_name))
         )
 
     def _is_preprocessor(self, fid: FunctionId) -> bool:
@@ -515,16 +516,17 @@ class Project:
             for base in self.mro((fid[0], class_name))[1]
         )
 
-    def _base_classes(self) -> set[ClassId]:
-        """The classes of the tree that another class of the tree derives from."""
-        if self._bases_memo is None:
-            self._bases_memo = {
-                base
-                for file in self.files
-                for qualname in file.facts.classes
-                for base in self.mro((file.path, qualname))[0][1:]
-            }
-        return self._bases_memo
+    def _subclassed(self, cid: ClassId) -> bool:
+        """True when a class of the tree derives from ``cid`` (directly is enough)."""
+        if self._bases_memo is None:  # base name as written, last part -> (file, base)
+            self._bases_memo = {}
+            for file in self.files:
+                for facts in file.facts.classes.values():
+                    for base in facts.bases:
+                        name = base.rpartition(".")[2]
+                        self._bases_memo.setdefault(name, []).append((file.path, base))
+        written = self._bases_memo.get(cid[1].rpartition(".")[2], ())
+        return any(self._resolve_class(path, base) == cid for path, base in written)
 
     def _root_reason(self, fid: FunctionId, compiled_refs: set[FunctionId]) -> str | None:
         function = self.functions[fid]
@@ -713,6 +715,8 @@ class Project:
             if name.startswith("self.")
         ):
             found = self._excluded_memo[key] = True
+        if found is None and all(name.startswith("self.") for name, _ in requires):
+            found = self._excluded_memo[key] = False  # callers cannot set a flag of self
         if found is None:
             self._excluded_memo[key] = False  # while deciding: a cycle proves nothing
             # A root (a forward) is also called from outside: every caller in the tree tells.
@@ -737,8 +741,8 @@ class Project:
         parameter that every construction in the tree (at least one) gives a value
         contradicting ``state``: ``if self.adaptive:`` where all pass ``adaptive=False``."""
         class_name = self.functions[fid].class_name
-        if class_name is None or (fid[0], class_name) in self._base_classes():
-            return False  # a subclass may set the flag its own way
+        if class_name is None:
+            return False
         parameter = self._class((fid[0], class_name)).init_parameters.get(attribute)
         init = (fid[0], f"{class_name}.__init__")
         built = self.constructions.get(init, [])
@@ -749,6 +753,7 @@ class Project:
                 _contradicts(state, self._argument_state(call, init, parameter))
                 for _, call in built
             )
+            and not self._subclassed((fid[0], class_name))  # else a subclass may set it
         )
 
     def summaries(
