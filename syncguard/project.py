@@ -234,9 +234,7 @@ class Project:
                 for index, (call, target) in enumerate(zip(calls, resolved, strict=True)):
                     if target is None or target not in functions:
                         continue
-                    if target[1].endswith(".__init__") and not call.callee[-1].endswith(
-                        "__init__"  # Base.__init__(self, ...) is a call, not a construction
-                    ):
+                    if _constructs(call, target):
                         # ``Cls(...)``: cold (``__init__``), so it tells only who builds what.
                         targets[(fid, index)] = target
                         constructions.setdefault(target, []).append((fid, call))
@@ -366,7 +364,7 @@ class Project:
             return found
         return None
 
-    def on_host(self, path: str, value: Value) -> bool:
+    def _on_host(self, path: str, value: Value) -> bool:
         """True for a value the per-file phase could not place but the tree can: a field
         of a class from another module that declares it host data (``# CPU tensor``)."""
         if value.place is Place.HOST:
@@ -634,7 +632,7 @@ class Project:
         bound = (
             function.kind == "classmethod"
             or (call.callee[0] in ("self", "attr") and function.kind == "method")
-            or (target[1].endswith(".__init__") and not call.callee[-1].endswith("__init__"))
+            or _constructs(call, target)
         )
         index = params.index(name) - (1 if bound else 0)
         if 0 <= index < len(call.args):
@@ -767,7 +765,7 @@ class Project:
         pending: deque[FunctionId] = deque()
         for fid in self.ids:
             for site in self.functions[fid].sites:
-                if site.value.place is not Place.PARAM or self.on_host(fid[0], site.value):
+                if site.value.place is not Place.PARAM or self._on_host(fid[0], site.value):
                     continue
                 key = (fid, site.code, site.span)
                 step = Step(fid[0], site.span.line, self.qualified(fid))
@@ -789,7 +787,7 @@ class Project:
                     if (
                         argument is None
                         or argument.place is not Place.PARAM
-                        or self.on_host(caller[0], argument)
+                        or self._on_host(caller[0], argument)
                     ):
                         continue
                     step = Step(caller[0], call.span.line, self.qualified(caller))
@@ -925,7 +923,7 @@ class Project:
                     not treat_as_root or site.value.params <= on_host
                 ):
                     continue
-                if self.on_host(fid[0], site.value):
+                if self._on_host(fid[0], site.value):
                     continue  # a host field of a class from another module
                 if self._never_taken(fid, site.requires):
                     continue  # a branch no caller takes
@@ -950,7 +948,7 @@ class Project:
                 by_code: dict[str, list[tuple[str, _Chain]]] = {}
                 for name, entries in sorted(summary[target].items()):
                     argument = self._argument(call, target, name)
-                    if argument is None or self.on_host(fid[0], argument):
+                    if argument is None or self._on_host(fid[0], argument):
                         continue
                     if argument.place is Place.PARAM and (
                         not treat_as_root or argument.params <= on_host
@@ -1089,6 +1087,11 @@ class _View:
 
     def qualified(self, path: str, function: str) -> str:
         return self.project.qualified((path, function))
+
+
+def _constructs(call: CallSite, target: FunctionId) -> bool:
+    """True for ``Cls(...)`` resolved to ``Cls.__init__`` (not ``Base.__init__(self)``)."""
+    return target[1].endswith(".__init__") and not call.callee[-1].endswith("__init__")
 
 
 def _contradicts(required: str, passed: str | None) -> bool:
