@@ -461,6 +461,14 @@ class Cache:
         self._dirty: set[int] = set()
         self._runs: dict[bytes, bytes] | None = None
         self._resolved: dict[bytes, dict[str, KnownFile]] = {}
+        self._absolute_paths: dict[str, str] = {}
+
+    def _absolute(self, path: str) -> str:
+        """``os.path.abspath(path)``, worked out once per path (asked several times a run)."""
+        found = self._absolute_paths.get(path)
+        if found is None:
+            found = self._absolute_paths[path] = os.path.abspath(path)
+        return found
 
     def _shard_path(self, shard: int) -> Path:
         return self.folder / f"facts-{fingerprint()}-{shard:02d}.pack"
@@ -468,7 +476,7 @@ class Cache:
     def entry(self, path: str, key: bytes) -> tuple[bool, bool, Payload] | None:
         """(ignore-file flag, error flag, encoded facts) of the file at ``path`` if cached
         for ``key``."""
-        absolute = os.path.abspath(path)
+        absolute = self._absolute(path)
         entry = self._shards[shard_of(absolute)].get(absolute)
         if entry is None or entry[0] != key or not isinstance(entry[3], bytes):
             return None
@@ -477,7 +485,8 @@ class Cache:
     def trusted_key(self, path: str, stamp: Stamp) -> bytes | None:
         """The content key stored for the file at ``path`` if it was stored with
         ``stamp`` (the file is then as it was: no need to read it)."""
-        entry = self._shards[shard_of(os.path.abspath(path))].get(os.path.abspath(path))
+        absolute = self._absolute(path)
+        entry = self._shards[shard_of(absolute)].get(absolute)
         if entry is None or entry[4] != stamp or not isinstance(entry[0], bytes):
             return None
         return entry[0]
@@ -492,14 +501,14 @@ class Cache:
         stamp: Stamp | None,
     ) -> None:
         """Remember the encoded facts of the file at ``path``, read when it had ``stamp``."""
-        absolute = os.path.abspath(path)
+        absolute = self._absolute(path)
         shard = shard_of(absolute)
         self._shards[shard][absolute] = (key, ignored, error, payload, stamp)
         self._dirty.add(shard)
 
     def restamp(self, path: str, stamp: Stamp | None) -> None:
         """Note that the file at ``path``, its facts found by content key, has ``stamp``."""
-        absolute = os.path.abspath(path)
+        absolute = self._absolute(path)
         shard = shard_of(absolute)
         entry = self._shards[shard].get(absolute)
         if entry is not None and entry[4] != stamp:
@@ -508,7 +517,7 @@ class Cache:
 
     def forget(self, path: str) -> None:
         """Drop the entry of ``path`` (it could not be decoded)."""
-        absolute = os.path.abspath(path)
+        absolute = self._absolute(path)
         shard = shard_of(absolute)
         if self._shards[shard].pop(absolute, None) is not None:
             self._dirty.add(shard)
@@ -572,7 +581,7 @@ class Cache:
         """The interface digest of the facts stored for the file at ``path``, whatever
         its content was then (a guess at its interface now); None unless those were
         facts of a linted file."""
-        absolute = os.path.abspath(path)
+        absolute = self._absolute(path)
         entry = self._shards[shard_of(absolute)].get(absolute)
         if entry is None or entry[1] or entry[2] or not isinstance(entry[3], bytes):
             return None
@@ -581,7 +590,7 @@ class Cache:
     def facts_digest(self, path: str) -> bytes | None:
         """The :func:`digest_of` the facts stored for the file at ``path``, whatever its
         content was then; None if none are."""
-        absolute = os.path.abspath(path)
+        absolute = self._absolute(path)
         entry = self._shards[shard_of(absolute)].get(absolute)
         if entry is None or not isinstance(entry[3], bytes):
             return None
@@ -596,7 +605,7 @@ class Cache:
 
     def save(self, linted: Iterable[str]) -> None:
         """Write back the shards that changed; forget files that no longer exist."""
-        seen = {os.path.abspath(path) for path in linted}
+        seen = {self._absolute(path) for path in linted}
         for shard, entries in enumerate(self._shards):
             gone = [path for path in entries if path not in seen and not os.path.exists(path)]
             for path in gone:

@@ -15,6 +15,8 @@ SKIPPED_FOLDERS = frozenset(
 
 
 def _excluded(path: str, patterns: Sequence[str]) -> bool:
+    if not patterns:
+        return False  # the usual case: spare building a path object per file
     posix = PurePosixPath(path.replace(os.sep, "/"))
     text = str(posix)
     for pattern in patterns:
