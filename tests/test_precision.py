@@ -665,18 +665,23 @@ def test_fields_a_class_declares_as_host_data() -> None:
             prompt_lens: torch.Tensor  # CPU tensor
             seq_lens: torch.Tensor
 
-        def longest(batch: Batch, lens: Batch | None) -> int:
+        def longest(batch: Batch) -> int:
             query = int(batch.num_scheduled_tokens.max())
             prompt = batch.prompt_lens.tolist()
             return query + max(prompt) + int(batch.seq_lens.max())
 
+        def prompts(batch: "Optional[Batch]", staged: Batch | None):
+            staged = staged.to_device()  # no longer the declared Batch
+            return batch.prompt_lens.tolist(), staged.prompt_lens.tolist()
+
         class Runner(nn.Module):
             def forward(self, batch):
-                return longest(batch, None)
+                return longest(batch), prompts(batch, batch)
     """
-    (finding,) = lint_snippet(source).findings
-    assert (finding.code, finding.span.line) == ("SG104", 20)
-    assert "sites" not in finding.message  # only the int() of the device field
+    found = lint_snippet(source).findings
+    assert [(f.code, f.span.line) for f in found] == [("SG104", 24), ("SG102", 24)]
+    assert "sites" not in found[0].message  # only the int() of the device field
+    assert "`staged`" in found[1].message  # not the declared-host prompt_lens of `batch`
 
 
 def test_fields_a_class_of_another_module_declares_as_host_data() -> None:
@@ -987,8 +992,8 @@ def test_a_copy_to_the_device_a_caller_names_cpu() -> None:
 
 def test_a_flag_every_constructor_call_leaves_false() -> None:
     # self.adaptive comes from __init__ and the only construction passes False: that branch
-    # never runs. self.dynamic is passed True once, and Pooler has a subclass that may set
-    # its flag its own way: both branches stay.
+    # never runs. self.dynamic is passed True once, Pooler has a subclass that may set its
+    # flag its own way, and Gate sets its flag in another method: those branches stay.
     source = """
         import torch
         from torch import nn
@@ -1019,14 +1024,28 @@ def test_a_flag_every_constructor_call_leaves_false() -> None:
         class StrictPooler(Pooler):
             pass
 
+        class Gate(nn.Module):
+            def __init__(self, checked=False):
+                super().__init__()
+                self.checked = checked
+
+            def check_inputs(self):
+                self.checked = True
+
+            def forward(self, x):
+                if self.checked:
+                    assert x.isfinite().all()
+                return x
+
         class Model(nn.Module):
             def __init__(self):
                 super().__init__()
                 self.resampler = Resampler(64, adaptive=False)
                 self.video_resampler = Resampler(64, False, True)
                 self.pooler = Pooler(strict=False)
+                self.gate = Gate(checked=False)  # but check_inputs() may set the flag
     """
-    assert reported(source) == [("SG104", 15), ("SG105", 24)]
+    assert reported(source) == [("SG104", 15), ("SG105", 24), ("SG105", 40)]
 
 
 # ------------------------------------------------- host data by project convention
