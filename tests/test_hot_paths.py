@@ -309,6 +309,21 @@ def test_init_and_cold_markers_stop_propagation() -> None:
     assert result.findings == []
 
 
+def test_markers_are_read_on_their_line_after_a_form_feed() -> None:
+    # A form feed (a page break some projects keep between sections) is not a line break
+    # for Python: the marker below it is still on the def's line.
+    result = lint_snippet(
+        "import torch\nfrom torch import nn\n\x0c\n"
+        "class Warmup(nn.Module):\n"
+        "    def forward(self, x):  # syncguard: cold\n"
+        "        return x.sum().item()\n\n"
+        "class Step(nn.Module):\n"
+        "    def forward(self, x):\n"
+        "        return x.sum().item()\n"
+    )
+    assert [(f.code, f.span.line) for f in result.findings] == [("SG101", 10)]
+
+
 def test_hidden_sync_in_helper_is_reported_at_the_hot_call_site_with_chain() -> None:
     result = lint_tree(
         {
