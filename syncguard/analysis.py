@@ -25,6 +25,7 @@ from syncguard.facts import (
     Requirement,
     Site,
     Span,
+    source_lines,
 )
 from syncguard.rule import Rule
 from syncguard.values import (
@@ -93,7 +94,6 @@ _HOST_ANNOTATIONS = re.compile(
     r"^(?:Optional\[)?(?:int|float|bool|str|bytes|list|List|tuple|Tuple|dict|Dict|set|Set|"
     r"Sequence|Iterable|Mapping|np\.ndarray|numpy\.ndarray|npt\.NDArray|NDArray)\b"
 )
-_LINE_BREAK = re.compile(r"\r\n|\r|\n")
 # A declaration's trailing comment saying the value lives on the CPU (``# CPU tensor``).
 _CPU_COMMENT = re.compile(r"#\s*(?:on\s+(?:the\s+)?)?CPU\b", re.IGNORECASE)
 # Tensor attributes that are host metadata.
@@ -617,9 +617,7 @@ class FileAnalyzer:
         self, tree: ast.Module, source: str, module: str, is_package: bool, rules: Sequence[Rule]
     ) -> None:
         self.tree = tree
-        # Numbered as ``ast`` numbers them: not str.splitlines, which also splits at form
-        # feeds and other separators and would shift every later line.
-        self.lines = _LINE_BREAK.split(source)
+        self.lines = source_lines(source)
         self.module = module
         self.package = module if is_package else module.rpartition(".")[0]
         self.imports: dict[str, str] = {}

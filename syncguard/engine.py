@@ -44,7 +44,7 @@ from syncguard.cache import (
 )
 from syncguard.config import Settings
 from syncguard.discovery import discover, module_name
-from syncguard.facts import FileError, FileFacts
+from syncguard.facts import FileError, FileFacts, source_lines
 from syncguard.project import Finding, FunctionId, HotSettings, Project, SourceFile, root_of
 from syncguard.rule import Rule
 from syncguard.rules import all_rules
@@ -165,7 +165,7 @@ class _Suppressions:
                 except (OSError, _Unreadable):
                     source = ""
             self.sources[path] = source
-            lines = self.lines[path] = source.split("\n")  # numbered as tokenize does
+            lines = self.lines[path] = source_lines(source)
         text = lines[line - 1].lower() if 0 < line <= len(lines) else ""
         if "noqa" not in text and "syncguard" not in text:
             return None  # no suppression on this line: spare tokenizing the file

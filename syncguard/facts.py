@@ -6,9 +6,19 @@ can be cached and computed in parallel). They hold no syntax tree.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 from syncguard.values import Value
+
+# What Python's tokenizer counts as a line break. str.splitlines also splits at form feeds
+# and other separators, which would shift the lines after them against ``ast``'s numbers.
+LINE_BREAK = re.compile(r"\r\n|\r|\n")
+
+
+def source_lines(source: str) -> list[str]:
+    """The lines of ``source`` as :class:`Span` numbers them (``lines[span.line - 1]``)."""
+    return LINE_BREAK.split(source)
 
 
 @dataclass(frozen=True, slots=True)

@@ -14,25 +14,19 @@ import ast
 import difflib
 import io
 import itertools
-import re
 import tokenize
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from syncguard.config import Settings
 from syncguard.engine import LintResult, decode, lint_files
-from syncguard.facts import Edit, Fix, Span
+from syncguard.facts import LINE_BREAK, Edit, Fix, Span
 from syncguard.rule import Context
 
 SAFE = "safe"
 UNSAFE = "unsafe"
 # Passes of fix-then-re-lint; fixes rarely enable further fixes, so a few suffice.
 MAX_PASSES = 4
-
-_LINE_BREAK = re.compile(r"\r\n|\r|\n")
-# Characters str.splitlines() treats as line breaks but Python's tokenizer does not:
-# the analysis numbers lines with splitlines(), so spans in such files are not trusted.
-_ODD_LINE_BREAKS = re.compile("[\v\f\x1c\x1d\x1e\x85\u2028\u2029]")
 
 
 # --------------------------------------------------------------- building fixes
@@ -84,7 +78,7 @@ def add_keyword_fix(
 
 
 def _line_starts(source: str) -> list[int]:
-    return [0, *(match.end() for match in _LINE_BREAK.finditer(source))]
+    return [0, *(match.end() for match in LINE_BREAK.finditer(source))]
 
 
 def _offsets(source: str, span: Span, starts: Sequence[int]) -> tuple[int, int]:
@@ -137,7 +131,7 @@ def fix_source(source: str, fixes: Sequence[Fix]) -> tuple[str, int]:
 
     Returns the new text and how many fixes it contains.
     """
-    if _ODD_LINE_BREAKS.search(source) or not fixes:
+    if not fixes:
         return source, 0
     starts = _line_starts(source)
     chosen: list[Fix] = []

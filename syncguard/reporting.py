@@ -12,7 +12,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TextIO
 
 from syncguard._version import __version__
-from syncguard.facts import Fix
+from syncguard.facts import Fix, source_lines
 from syncguard.project import Finding
 from syncguard.rule import Rule
 
@@ -67,7 +67,7 @@ def _read_lines(path: str, cache: dict[str, list[str]]) -> list[str]:
     if path not in cache:
         try:
             with open(path, encoding="utf-8", errors="replace") as handle:
-                cache[path] = handle.read().splitlines()
+                cache[path] = source_lines(handle.read())
         except OSError:
             cache[path] = []
     return cache[path]

@@ -76,9 +76,11 @@ def test_fix_source_skips_overlapping_fixes_and_fixes_that_break_parsing() -> No
     assert parses(fixed) and not parses("b = ((2]\n")
 
 
-def test_files_with_line_breaks_python_does_not_count_are_left_alone() -> None:
-    source = "a = 1\x0cb = 2\n"  # a form feed: str.splitlines and the tokenizer disagree
-    assert fix_source(source, [Fix(SAFE, "x", (edit(1, 5, 1, 6, "3"),))]) == (source, 0)
+def test_a_form_feed_is_not_a_line_break() -> None:
+    # A page break between sections: Python (and the spans) count it as part of a line.
+    source = "a = 1\n\x0c\nb = 2\n"
+    fixed = fix_source(source, [Fix(SAFE, "x", (edit(3, 5, 3, 6, "3"),))])
+    assert fixed == ("a = 1\n\x0c\nb = 3\n", 1)
 
 
 # ------------------------------------------------------------ keyword insertion
