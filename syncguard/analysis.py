@@ -92,7 +92,8 @@ _PASSTHROUGH_BUILTINS = frozenset(
 )  # fmt: skip
 _HOST_ANNOTATIONS = re.compile(
     r"^(?:Optional\[)?(?:int|float|bool|str|bytes|list|List|tuple|Tuple|dict|Dict|set|Set|"
-    r"Sequence|Iterable|Mapping|np\.ndarray|numpy\.ndarray|npt\.NDArray|NDArray)\b"
+    r"Sequence|Iterable|Mapping|np\.ndarray|numpy\.ndarray|npt\.NDArray|NDArray|"
+    r"torch\.dtype|torch\.device)\b"
 )
 # A declaration's trailing comment saying the value lives on the CPU (``# CPU tensor``).
 _CPU_COMMENT = re.compile(r"#\s*(?:on\s+(?:the\s+)?)?CPU\b", re.IGNORECASE)
@@ -631,7 +632,7 @@ class FileAnalyzer:
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
         }
         self.visitors = self._visitors(rules, source)
-        self.host_fields = self._host_fields(tree)
+        self.host_fields, self.host_records = self._host_fields(tree)
         self.class_attributes: dict[str, dict[str, Value]] = {}
         # Functions (analysed so far, by qualified name) whose every return is device data.
         self.device_results: dict[str, Value] = {}
@@ -653,19 +654,25 @@ class FileAnalyzer:
                 visitors.setdefault(node_type, []).append((rule.code, getattr(rule, attribute)))
         return visitors
 
-    def _host_fields(self, tree: ast.Module) -> dict[str, frozenset[str]]:
+    def _host_fields(self, tree: ast.Module) -> tuple[dict[str, frozenset[str]], set[str]]:
         """Class of this module -> its fields declared as host data: annotated ``int``,
         ``list[int]``, ``np.ndarray`` (``num_scheduled_tokens: np.ndarray``), or said to be
-        on the CPU by a comment (``prompt_lens: torch.Tensor  # CPU tensor``)."""
+        on the CPU by a comment (``prompt_lens: torch.Tensor  # CPU tensor``); and the
+        classes whose declared fields all are (a ``NamedTuple`` of sizes and a dtype)."""
         found: dict[str, frozenset[str]] = {}
+        records: set[str] = set()
         for node in tree.body:
             if not isinstance(node, ast.ClassDef):
                 continue
+            declared = [
+                statement
+                for statement in node.body
+                if isinstance(statement, ast.AnnAssign) and isinstance(statement.target, ast.Name)
+            ]
             fields = frozenset(
                 statement.target.id
-                for statement in node.body
-                if isinstance(statement, ast.AnnAssign)
-                and isinstance(statement.target, ast.Name)
+                for statement in declared
+                if isinstance(statement.target, ast.Name)
                 and (
                     _is_host_annotation(statement.annotation)
                     or _CPU_COMMENT.search(self.lines[statement.lineno - 1])
@@ -673,7 +680,9 @@ class FileAnalyzer:
             )
             if fields:
                 found[node.name] = fields
-        return found
+                if len(fields) == len(declared):
+                    records.add(node.name)
+        return found, records
 
     def analyze(self) -> FileFacts:
         self.functions[MODULE_SCOPE] = self.scope.facts
@@ -1003,9 +1012,11 @@ class FileAnalyzer:
         says where its result is made (``async_h2d(values, device=x.device)``); an object
         built with one (``State(n, device=d)``) may hold host data as well.
         """
+        func = node.func
+        if isinstance(func, ast.Name) and func.id in self.host_records:
+            return HOST  # a record of host values (sizes, flags, a dtype) built here
         device = self._keyword(node, "device")
         if device is not None:
-            func = node.func
             name = func.id if isinstance(func, ast.Name) else getattr(func, "attr", "")
             if name[:1].isupper():
                 return UNKNOWN

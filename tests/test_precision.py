@@ -684,6 +684,45 @@ def test_fields_a_class_declares_as_host_data() -> None:
     assert "`staged`" in found[1].message  # not the declared-host prompt_lens of `batch`
 
 
+def test_a_record_of_host_values_built_here_is_host_data() -> None:
+    # The layout holds sizes, a flag and a dtype (all declared host): the planner's int()
+    # of its fields reads no device value, even where a size comes from a helper given the
+    # cache. A record with a tensor field stays device data.
+    source = """
+        from typing import NamedTuple
+
+        import torch
+        from torch import nn
+
+        class Layout(NamedTuple):
+            groups: int
+            block_size: int
+            dtype: torch.dtype
+            quantized: bool
+            page_stride: int
+
+        class Stats(NamedTuple):
+            groups: int
+            lengths: torch.Tensor
+
+        def page_stride(kv_cache):
+            return kv_cache.stride(1)
+
+        def plan(layout, lengths):
+            return int(((lengths + layout.block_size - 1) // layout.block_size).sum())
+
+        class Attention(nn.Module):
+            def forward(self, query, kv_cache, seq_lens):
+                lengths = seq_lens.cpu().numpy()
+                layout = Layout(
+                    kv_cache.shape[1], kv_cache.shape[2], query.dtype, False, page_stride(kv_cache)
+                )
+                stats = Stats(kv_cache.shape[1], query.sum(-1))
+                return plan(layout, lengths), plan(stats, lengths)
+    """
+    assert reported(source) == [("SG103", 25), ("SG104", 30)]
+
+
 def test_fields_a_class_of_another_module_declares_as_host_data() -> None:
     # The pooler reads a field the metadata module documents as a CPU tensor, and one it
     # does not; a helper given the CPU field directly does not sync either.
