@@ -15,7 +15,7 @@ import pytest
 from syncguard.analysis import FileAnalyzer
 from syncguard.cli import main
 from syncguard.engine import lint_files
-from syncguard.facts import Edit, Fix, Span
+from syncguard.facts import Edit, Fix, Span, source_lines
 from syncguard.fixes import (
     SAFE,
     UNSAFE,
@@ -74,6 +74,11 @@ def test_fix_source_skips_overlapping_fixes_and_fixes_that_break_parsing() -> No
     assert fixed == "a = [11]\nb = [2]\nc = [30]\n"  # of two overlapping, the earlier wins
     assert count == 2
     assert parses(fixed) and not parses("b = ((2]\n")
+
+
+def test_lines_are_numbered_as_python_numbers_them() -> None:
+    assert source_lines("a\nb\x0cc\n") == ["a", "b\x0cc", ""]
+    assert source_lines("a\r\nb\rc\n\x0cd") == ["a", "b", "c", "\x0cd"]
 
 
 def test_a_form_feed_is_not_a_line_break() -> None:
