@@ -116,7 +116,8 @@ class FunctionFacts:
 
 @dataclass(slots=True)
 class ClassFacts:
-    """A class: its bases (qualified where imports allow) and typed attributes."""
+    """A class: its bases (qualified where imports allow), typed attributes, the flags its
+    ``__init__`` stores from parameters and the fields it declares as host data."""
 
     qualname: str
     line: int
