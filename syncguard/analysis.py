@@ -15,6 +15,7 @@ import re
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from typing import cast
 
 from syncguard.facts import (
     CallSite,
@@ -94,6 +95,10 @@ _HOST_ANNOTATIONS = re.compile(
     r"^(?:Optional\[)?(?:int|float|bool|str|bytes|list|List|tuple|Tuple|dict|Dict|set|Set|"
     r"Sequence|Iterable|Mapping|np\.ndarray|numpy\.ndarray|npt\.NDArray|NDArray|"
     r"torch\.dtype|torch\.device)\b"
+)
+# ``try`` statements: ``except*`` (Python 3.11+) is a node of its own.
+_TRY_STATEMENTS: tuple[type[ast.stmt], ...] = tuple(
+    getattr(ast, name) for name in ("Try", "TryStar") if hasattr(ast, name)
 )
 # A declaration's trailing comment saying the value lives on the CPU (``# CPU tensor``).
 _CPU_COMMENT = re.compile(r"#\s*(?:on\s+(?:the\s+)?)?CPU\b", re.IGNORECASE)
@@ -1328,17 +1333,17 @@ class FileAnalyzer:
                     self._bind(item.optional_vars, self.value(item.context_expr), None)
             self._body(node.body)
             scope.default_device = default_device
-        elif isinstance(node, (ast.Try, getattr(ast, "TryStar", ast.Try))):
-            assert isinstance(node, ast.Try)  # TryStar has the same fields
-            self._body(node.body)
-            for handler in node.handlers:
+        elif isinstance(node, _TRY_STATEMENTS):
+            attempt = cast(ast.Try, node)  # ``try: ... except*`` (TryStar) has the same fields
+            self._body(attempt.body)
+            for handler in attempt.handlers:
                 if handler.type is not None:
                     self._expression(handler.type)
                 if handler.name:
                     scope.env[handler.name] = HOST
                 self._body(handler.body)
-            self._body(node.orelse)
-            self._body(node.finalbody)
+            self._body(attempt.orelse)
+            self._body(attempt.finalbody)
         elif isinstance(node, (ast.Import, ast.ImportFrom)):
             self._import(node)
         elif isinstance(node, ast.Match):

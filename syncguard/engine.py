@@ -117,6 +117,11 @@ def analyze_source(
         return FileAnalyzer(tree, source, module, is_package, rules).analyze()
     except RecursionError:
         return FileError(1, 1, "too deeply nested to analyse")
+    except Exception as error:  # a syncguard bug: say where, and lint the other files
+        name = type(error).__name__
+        return FileError(
+            1, 1, f"internal error while analysing: {name}: {error} (please report this)"
+        )
 
 
 def analyze_path(path: str, rules: Sequence[Rule]) -> tuple[FileFacts | FileError, str | None]:

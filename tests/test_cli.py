@@ -2,14 +2,19 @@
 
 from __future__ import annotations
 
+import ast
 import json
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
 from conftest import REPO, run_cli
+from syncguard.engine import analyze_source
+from syncguard.facts import FileError
+from syncguard.rule import Context, Rule
 
 HOT_ITEM = "import torch\n\n@torch.compile\ndef step(x):\n    return x.item()\n"
 HOT_TOLIST = "import torch\n\n@torch.compile\ndef step(x):\n    return x.tolist()\n"
@@ -196,3 +201,30 @@ def test_verify_subcommand_confirms_runtime_syncs_against_the_linter(tmp_path: P
     assert "steps.py:7" in result.stdout and "steps.py:8" in result.stdout
     bad = run_cli("verify", "steps:nope", cwd=tmp_path)
     assert bad.returncode == 2 and "Traceback" not in bad.stderr
+
+
+@pytest.mark.skipif(sys.version_info < (3, 11), reason="except* is Python 3.11 syntax")
+def test_try_with_except_star_is_analysed(tree: Path) -> None:
+    (tree / "groups.py").write_text(
+        "import torch\n\n@torch.compile\ndef step(x):\n    try:\n        return x.item()\n"
+        "    except* ValueError:\n        return 0\n"
+    )
+    result = run_cli("check", "groups.py", "--output-format", "json", cwd=tree)
+    assert result.returncode == 1, result.stderr
+    assert [(f["code"], f["line"]) for f in json.loads(result.stdout)] == [("SG101", 6)]
+
+
+def test_an_analysis_bug_is_located_in_its_file() -> None:
+    class Exploding(Rule):
+        code = "SG999"
+        name = "exploding"
+        message = "raises"
+
+        def visit_Call(self, node: ast.Call, ctx: Context) -> None:
+            raise RuntimeError("boom")
+
+    error = analyze_source("f(x)\n", "m", False, [Exploding()])
+    assert isinstance(error, FileError)
+    assert (
+        error.message == "internal error while analysing: RuntimeError: boom (please report this)"
+    )
