@@ -418,32 +418,10 @@ def _requirement(atom: ast.expr, holds: bool) -> Requirement | None:
     return None
 
 
-def _assigned(node: ast.AST) -> Iterator[ast.expr]:
-    """The names, attributes and items a statement assigns (tuples unpacked)."""
-    if isinstance(node, ast.Assign):
-        pending = list(node.targets)
-    elif isinstance(node, (ast.AnnAssign, ast.AugAssign, ast.For, ast.AsyncFor)):
-        pending = [node.target]
-    elif isinstance(node, ast.withitem) and node.optional_vars is not None:
-        pending = [node.optional_vars]
-    elif isinstance(node, ast.NamedExpr):
-        pending = [node.target]
-    else:
-        return
-    while pending:
-        target = pending.pop()
-        if isinstance(target, (ast.Tuple, ast.List)):
-            pending.extend(target.elts)
-        elif isinstance(target, ast.Starred):
-            pending.append(target.value)
-        else:
-            yield target
-
-
 def _init_parameters(node: ast.ClassDef) -> dict[str, str]:
     """``self.attr = param`` made in ``__init__``, for attributes nothing else in the class
     assigns and parameters ``__init__`` never reassigns: what the constructor is given."""
-    assignments: dict[str, int] = {}
+    stores: dict[str, int] = {}  # self attribute -> assignments anywhere in the class
     from_init: dict[str, str] = {}
     reassigned: set[str] = set()
     parameters: set[str] = set()
@@ -456,22 +434,27 @@ def _init_parameters(node: ast.ClassDef) -> dict[str, str]:
             arguments = method.args
             parameters = {a.arg for a in (*arguments.args[1:], *arguments.kwonlyargs)}
         for child in ast.walk(method):
-            for target in _assigned(child):
-                if isinstance(target, ast.Name) and is_init:
-                    reassigned.add(target.id)
-                elif (
-                    isinstance(target, ast.Attribute)
-                    and isinstance(target.value, ast.Name)
-                    and target.value.id == self_name
-                ):
-                    assignments[target.attr] = assignments.get(target.attr, 0) + 1
-                    value = child.value if isinstance(child, ast.Assign) else None
-                    if is_init and isinstance(value, ast.Name):
-                        from_init[target.attr] = value.id
+            if isinstance(child, ast.Name) and isinstance(child.ctx, ast.Store) and is_init:
+                reassigned.add(child.id)
+            elif (
+                isinstance(child, ast.Attribute)
+                and isinstance(child.ctx, ast.Store)
+                and isinstance(child.value, ast.Name)
+                and child.value.id == self_name
+            ):
+                stores[child.attr] = stores.get(child.attr, 0) + 1
+            elif is_init and isinstance(child, ast.Assign) and isinstance(child.value, ast.Name):
+                for target in child.targets:
+                    if (
+                        isinstance(target, ast.Attribute)
+                        and isinstance(target.value, ast.Name)
+                        and target.value.id == self_name
+                    ):
+                        from_init[target.attr] = child.value.id
     return {
         attribute: parameter
         for attribute, parameter in from_init.items()
-        if assignments[attribute] == 1 and parameter in parameters - reassigned
+        if stores.get(attribute) == 1 and parameter in parameters - reassigned
     }
 
 
