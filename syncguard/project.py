@@ -24,8 +24,8 @@ from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import PurePath
 
-from syncguard.analysis import MODULE_SCOPE
 from syncguard.facts import (
+    MODULE_SCOPE,
     CallSite,
     ClassFacts,
     FileFacts,
@@ -34,6 +34,7 @@ from syncguard.facts import (
     Requirement,
     Site,
     Span,
+    Step,
 )
 from syncguard.rule import HotPath, Record, Rule
 from syncguard.values import (
@@ -96,18 +97,6 @@ class SourceFile:
     # Likewise known from such a run with the same settings: the functions that
     # Project._declared_root_reason finds a reason for, with the reason.
     roots: Mapping[str, str] | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class Step:
-    """One step of a chain: a line inside a function."""
-
-    path: str
-    line: int
-    function: str  # fully qualified: module.qualname
-
-    def __str__(self) -> str:
-        return f"{self.path}:{self.line} {self.function}"
 
 
 @dataclass(frozen=True, slots=True)
