@@ -136,7 +136,13 @@ class FindingBuilder:
                         ):
                             by_code.setdefault(chain.site.code, []).append((name, chain))
                 for group in by_code.values():
-                    group.sort(key=lambda item: (item[1].site_path, item[1].site.span.line))
+                    group.sort(
+                        key=lambda item: (
+                            item[1].site_path,
+                            item[1].site.span.line,
+                            item[1].site.span.column,
+                        )
+                    )
                     name, chain = group[0]
                     sync = chain.site
                     sites = {(c.site_path, c.site.span) for _, c in group}
