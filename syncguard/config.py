@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import fnmatch
+import os
 import re
 import sys
 from collections.abc import Callable, Sequence
@@ -55,6 +57,21 @@ class Settings:
         selected = max((len(p) for p in self.select if code.startswith(p)), default=-1)
         ignored = max((len(p) for p in self.ignore if code.startswith(p)), default=-1)
         return selected >= 0 and selected > ignored
+
+    def reports(self, path: str, code: str) -> bool:
+        """True when a finding of ``code`` in the file at ``path`` is reported: the code
+        is selected, and no ``per-file-ignores`` glob matching the path ignores it."""
+        return self.selects(code) and not self._per_file_ignored(path, code)
+
+    def _per_file_ignored(self, path: str, code: str) -> bool:
+        posix = path.replace(os.sep, "/")
+        for pattern, codes in self.per_file_ignores:
+            matched = fnmatch.fnmatchcase(posix, pattern) or fnmatch.fnmatchcase(
+                os.path.basename(posix), pattern
+            )
+            if matched and any(code.startswith(prefix) for prefix in codes):
+                return True
+        return False
 
 
 def _string_list(key: str, value: Any, where: str) -> tuple[str, ...]:

@@ -30,14 +30,17 @@ def _excluded(path: str, patterns: Sequence[str]) -> bool:
     return False
 
 
-def discover(paths: Sequence[str], exclude: Sequence[str] = ()) -> tuple[list[str], list[str]]:
-    """Python files under ``paths`` (sorted, unique) and the paths that do not exist.
+def discover(
+    paths: Sequence[str], exclude: Sequence[str] = ()
+) -> tuple[list[str], list[tuple[str, str]]]:
+    """Python files under ``paths`` (sorted, unique), and (path, message) for each path
+    that cannot be linted (one that does not exist).
 
     Files named explicitly are always linted; directory walks skip VCS folders,
     virtual environments, build output and ``exclude`` globs.
     """
     found: dict[str, None] = {}
-    missing: list[str] = []
+    problems: list[tuple[str, str]] = []
     for path in paths:
         if os.path.isdir(path):
             for file in _walk(path, exclude):
@@ -45,8 +48,8 @@ def discover(paths: Sequence[str], exclude: Sequence[str] = ()) -> tuple[list[st
         elif os.path.isfile(path):
             found.setdefault(os.path.normpath(path), None)
         else:
-            missing.append(path)
-    return sorted(found), missing
+            problems.append((path, "no such file or directory"))
+    return sorted(found), problems
 
 
 def _walk(top: str, exclude: Sequence[str]) -> Iterator[str]:
