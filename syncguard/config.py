@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import difflib
 import fnmatch
+import functools
 import os
 import re
 import sys
@@ -152,31 +153,37 @@ class Settings:
         return absolute.replace(os.sep, "/"), relative.replace(os.sep, "/") if inside else None
 
 
-def _matches_any(where: tuple[str, str | None], patterns: Sequence[str]) -> bool:
+def _matches_any(where: tuple[str, str | None], patterns: tuple[str, ...]) -> bool:
     """True when a path glob matches the path: a glob without ``/`` matches any part of the
     path below the anchor (a folder or the file's name), one with ``/`` the path relative
     to the anchor or a folder it is in (``/...`` the absolute path); ``**/`` may match
     nothing. ``*`` matches across ``/``, as in ruff and fnmatch."""
     absolute, relative = where
+    part, below, anywhere = _compiled(patterns)
+    if part is not None:
+        parts = relative.split("/") if relative else [absolute.rpartition("/")[2]]
+        if any(part.match(name) for name in parts):
+            return True
+    if below is not None and relative is not None and below.match(relative):
+        return True
+    return anywhere is not None and anywhere.match(absolute) is not None
+
+
+@functools.lru_cache(maxsize=64)
+def _compiled(patterns: tuple[str, ...]) -> tuple[re.Pattern[str] | None, ...]:
+    """The globs of :func:`_matches_any` as three patterns: of a part of the path, of the
+    path relative to the anchor (or a folder it is in), of the absolute path."""
+    groups: tuple[list[str], list[str], list[str]] = ([], [], [])
     for pattern in patterns:
         pattern = pattern.removeprefix("./").rstrip("/") or "."
         if "/" not in pattern:
-            parts = relative.split("/") if relative else [absolute.rpartition("/")[2]]
-            if any(fnmatch.fnmatchcase(part, pattern) for part in parts):
-                return True
+            groups[0].append(fnmatch.translate(pattern))
             continue
-        target = absolute if pattern.startswith("/") else relative
-        if target is None:
-            continue
-        candidates = [pattern]
-        if pattern.startswith("**/"):
-            candidates.append(pattern[3:])
-        prefix = target
-        while prefix:
-            if any(fnmatch.fnmatchcase(prefix, candidate) for candidate in candidates):
-                return True
-            prefix = prefix.rpartition("/")[0]
-    return False
+        group = groups[2] if pattern.startswith("/") else groups[1]
+        for glob in {pattern, pattern[3:] if pattern.startswith("**/") else pattern}:
+            body = re.sub(r"\\[Zz]$", "", fnmatch.translate(glob))  # ends the match
+            group.append(body + r"(?:/.*)?\Z")
+    return tuple(re.compile("|".join(group)) if group else None for group in groups)
 
 
 # ------------------------------------------------------------------ reading a config
@@ -299,18 +306,14 @@ def syncguard_table(path: Path) -> tuple[dict[str, Any], str] | None:
         message, line, column = _toml_error(error, text)
         raise ConfigError(f"invalid TOML: {message}", where, line, column) from None
     origin = _Origin(where, text)
-    tool = document.get("tool")
-    if tool is None:
-        return None
-    if not isinstance(tool, dict):
-        kind = type(tool).__name__
-        raise origin.error(f"`tool` must be a table of tools' settings, got a {kind}", "tool")
-    table = tool.get("syncguard")
-    if table is None:
-        return None
-    if not isinstance(table, dict):
-        kind = type(table).__name__
-        raise origin.error(f"`tool.syncguard` must be a table, got a {kind}", "syncguard")
+    table: Any = document
+    for key, name in (("tool", "tool"), ("syncguard", "tool.syncguard")):
+        table = table.get(key)
+        if table is None:
+            return None
+        if not isinstance(table, dict):
+            kind = type(table).__name__
+            raise origin.error(f"`{name}` must be a table, got a {kind}", key)
     return table, text
 
 
@@ -376,10 +379,13 @@ def from_table(path: Path, table: dict[str, Any], text: str, anchor: str | None 
     return Settings(**values)
 
 
-def check_selectors(settings: Settings, known_codes: Sequence[str]) -> None:
+def check_selectors(
+    settings: Settings, known_codes: Sequence[str], *, nested: bool = False
+) -> None:
     """Fail on a selector that matches no rule (a typo would silently lint nothing) and on
     a selection that leaves no rule to report (``select = []``, ``--select ,``, everything
-    ignored): a run that lints nothing must not pass."""
+    ignored): a run that lints nothing must not pass. A ``nested`` config (one for some
+    of the run's folders) may be left no rule by the command line, not by itself."""
 
     def fail(message: str, key: str) -> ConfigError:
         if key.startswith("--") or settings.source is None:
@@ -404,6 +410,8 @@ def check_selectors(settings: Settings, known_codes: Sequence[str]) -> None:
         return
     in_file = replace(settings, command_line=None)
     if settings.command_line is not None and any(in_file.selects(c) for c in known_codes):
+        if nested:
+            return
         raise fail("--select / --extend-select / --ignore leave no rule to report", "--select")
     key = "select" if not settings.select else "ignore"
     raise fail(f"`{key}` leaves no rule to report", key)

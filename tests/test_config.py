@@ -44,8 +44,17 @@ def codes(tree: Path, *args: str, cwd: Path | None = None) -> list[str]:
 )
 def test_every_toml_spelling_of_the_table_is_read(tmp_path: Path, toml: str) -> None:
     (tmp_path / "pyproject.toml").write_text(toml)
-    (tmp_path / "a.py").write_text(HOT)
     assert find_config(tmp_path) == tmp_path / "pyproject.toml"
+    settings = load(tmp_path / "pyproject.toml")
+    if "per-file-ignores" in toml:
+        assert settings.per_file_ignores == (("a.py", ("SG102",)),)
+    else:
+        assert settings.select == ("SG101",)
+
+
+def test_dotted_keys_configure_the_command_line_run(tmp_path: Path) -> None:
+    (tmp_path / "pyproject.toml").write_text('tool.syncguard.select = ["SG101"]\n')
+    (tmp_path / "a.py").write_text(HOT)
     assert codes(tmp_path, ".") == ["SG101"]
 
 

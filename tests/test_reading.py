@@ -87,7 +87,7 @@ def test_the_command_line_never_hangs_on_a_fifo(tmp_path: Path) -> None:
     """The bug: ``mkfifo a.py; syncguard check .`` blocked forever in open()."""
     os.mkfifo(tmp_path / "a.py")
     (tmp_path / "b.py").write_text(HOT)
-    for args in (["."],):
+    for args in (["."], ["a.py", "b.py"]):
         result = subprocess.run(
             [sys.executable, "-m", "syncguard", "check", *args, "--no-cache"],
             cwd=tmp_path,
