@@ -1,4 +1,11 @@
-"""The ``syncguard`` command line."""
+"""The ``syncguard`` command line: a click group of subcommands.
+
+Each subcommand's options are the decorators above its function, and nowhere else: adding
+an option is one ``@click.option`` there; its value reaches the ``_run_*`` function as an
+attribute of ``args`` (a namespace of every parameter, named as click names them). Usage
+errors exit 2, as click's do. The subcommands import what they need when they run, so
+``--help`` and a lint of one file stay quick.
+"""
 
 from __future__ import annotations
 
@@ -7,92 +14,89 @@ import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
+
+import click
 
 from syncguard._version import __version__
 
 if TYPE_CHECKING:
+    from click.shell_completion import CompletionItem
+
     from syncguard.config import Settings
     from syncguard.engine import LintResult
     from syncguard.progress import ProgressBar
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
+OUTPUT_FORMATS = ("full", "concise", "json", "sarif", "github")
+CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 
 
-def _parser(with_verify: bool = True) -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="syncguard",
-        description="Find GPU host-device synchronizations in the hot paths of PyTorch code.",
-    )
-    parser.add_argument("--version", action="version", version=f"syncguard {__version__}")
-    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+@click.group(context_settings=CONTEXT, invoke_without_command=True)
+@click.version_option(__version__, prog_name="syncguard", message="%(prog)s %(version)s")
+@click.pass_context
+def cli(ctx: click.Context) -> None:
+    """Find GPU host-device synchronizations in the hot paths of PyTorch code.
 
-    check = commands.add_parser("check", help="lint files or folders (default: .)")
-    check.add_argument("paths", nargs="*", default=["."], metavar="PATH")
-    check.add_argument(
-        "--output-format",
-        choices=("full", "concise", "json", "sarif", "github"),
-        help="full (default on a terminal), concise, json, sarif or github",
-    )
-    check.add_argument("--select", help="comma list of codes or prefixes to report (SG1,SG201)")
-    check.add_argument("--ignore", help="comma list of codes or prefixes not to report")
-    check.add_argument(
-        "--hot", action="append", default=[], metavar="PATTERN",
-        help="glob over qualified names (pkg.mod.Class.method) of extra hot functions; repeatable",
-    )  # fmt: skip
-    check.add_argument(
-        "--scope", choices=("hot", "all"),
-        help="hot (default): only hot paths; all: also elsewhere, as warnings",
-    )  # fmt: skip
-    check.add_argument(
-        "--config", metavar="FILE", help="pyproject.toml to read [tool.syncguard] from"
-    )
-    check.add_argument("--exit-zero", action="store_true", help="exit 0 even with findings")
-    check.add_argument("--statistics", action="store_true", help="count findings per rule")
-    check.add_argument("--no-color", action="store_true", help="never use ANSI colours")
-    check.add_argument(
-        "--jobs", "-j", type=_job_count, metavar="N",
-        help="analyse files in N processes (default: the number of CPU cores)",
-    )  # fmt: skip
-    check.add_argument("--no-cache", action="store_true", help="neither read nor write the cache")
-    check.add_argument(
-        "--cache-dir", metavar="DIR",
-        help="cache folder (default: .syncguard_cache beside the config file, or in the "
-        "current directory)",
-    )  # fmt: skip
-    check.add_argument("--fix", action="store_true", help="apply safe fixes to the files")
-    check.add_argument(
-        "--unsafe-fixes", action="store_true",
-        help="with --fix or --diff: also apply unsafe fixes (they may change behaviour)",
-    )  # fmt: skip
-    check.add_argument(
-        "--diff", action="store_true",
-        help="print the fixes as a unified diff, write nothing; exit 1 if there are any",
-    )  # fmt: skip
-
-    rule = commands.add_parser("rule", help="explain a rule (syncguard rule SG101)")
-    rule.add_argument("code", nargs="?", help="rule code, e.g. SG101")
-    rule.add_argument("--all", action="store_true", help="list every rule")
-    rule.add_argument("--output-format", choices=("text", "json"), default="text")
-
-    verify = commands.add_parser(
-        "verify", help="run a callable under the runtime audit and cross-check the linter"
-    )
-    if with_verify:  # its options live in syncguard.runtime.verify: import it only when used
-        from syncguard.runtime.verify import add_verify_arguments
-
-        add_verify_arguments(verify)
-    return parser
+    Shell completion: eval "$(_SYNCGUARD_COMPLETE=bash_source syncguard)" in ~/.bashrc
+    (zsh_source for zsh, fish_source for fish).
+    """
+    if ctx.invoked_subcommand is None:  # a bare `syncguard` is a usage error: help, exit 2
+        click.echo(ctx.get_help(), err=True)
+        ctx.exit(EXIT_ERROR)
 
 
-def _job_count(text: str) -> int:
-    try:
-        jobs = int(text)
-    except ValueError:
-        jobs = 0
-    if jobs < 1:
-        raise argparse.ArgumentTypeError(f"expected a whole number of processes >= 1, got {text!r}")
-    return jobs
+# ---------------------------------------------------------------- check
+
+
+@cli.command(
+    epilog="Exit codes: 0 no findings, 1 findings, 2 usage or config error, or a file that "
+    "could not be analysed."
+)
+@click.argument("paths", nargs=-1, type=click.Path(), metavar="[PATH]...")
+@click.option(
+    "--output-format",
+    type=click.Choice(OUTPUT_FORMATS),
+    help="full (default on a terminal), concise, json, sarif or github",
+)
+@click.option("--select", help="comma list of codes or prefixes to report (SG1,SG201)")
+@click.option("--ignore", help="comma list of codes or prefixes not to report")
+@click.option(
+    "--hot", multiple=True, metavar="PATTERN",
+    help="glob over qualified names (pkg.mod.Class.method) of extra hot functions; repeatable",
+)  # fmt: skip
+@click.option(
+    "--scope", type=click.Choice(("hot", "all")),
+    help="hot (default): only hot paths; all: also elsewhere, as warnings",
+)  # fmt: skip
+@click.option("--config", metavar="FILE", help="pyproject.toml to read [tool.syncguard] from")
+@click.option("--exit-zero", is_flag=True, help="exit 0 even with findings")
+@click.option("--statistics", is_flag=True, help="count findings per rule")
+@click.option("--no-color", is_flag=True, help="never use colours (also: NO_COLOR=1)")
+@click.option(
+    "--jobs", "-j", type=click.IntRange(min=1), metavar="N",
+    help="analyse files in N processes (default: the number of CPU cores)",
+)  # fmt: skip
+@click.option("--no-cache", is_flag=True, help="neither read nor write the cache")
+@click.option(
+    "--cache-dir", metavar="DIR",
+    help="cache folder (default: .syncguard_cache beside the config file, or in the current "
+    "directory)",
+)  # fmt: skip
+@click.option("--fix", is_flag=True, help="apply safe fixes to the files")
+@click.option(
+    "--unsafe-fixes", is_flag=True,
+    help="with --fix or --diff: also apply unsafe fixes (they may change behaviour)",
+)  # fmt: skip
+@click.option(
+    "--diff", is_flag=True,
+    help="print the fixes as a unified diff, write nothing; exit 1 if there are any",
+)  # fmt: skip
+def check(**params: Any) -> int:
+    """Lint files or folders (default: .) for syncs in hot paths."""
+    args = argparse.Namespace(**params)
+    args.paths = list(args.paths) or ["."]
+    return _run_check(args)
 
 
 def _default_jobs() -> int:
@@ -119,7 +123,7 @@ def _error(message: str) -> int:
     return EXIT_ERROR
 
 
-def _check(args: argparse.Namespace) -> int:
+def _run_check(args: argparse.Namespace) -> int:
     from syncguard.config import ConfigError, check_selectors, find_config, load, parse_codes
     from syncguard.reporting import WRITERS, summary, write_statistics
     from syncguard.rules import all_rules
@@ -222,12 +226,39 @@ def _diff(args: argparse.Namespace, settings: Settings) -> int:
     return EXIT_ERROR if run.result.problems else EXIT_CLEAN
 
 
-def _rule(args: argparse.Namespace) -> int:
+# ---------------------------------------------------------------- rule
+
+
+def _complete_rule_code(
+    ctx: click.Context, param: click.Parameter, incomplete: str
+) -> list[CompletionItem]:
+    from click.shell_completion import CompletionItem
+
+    from syncguard.rules import all_rules
+
+    return [
+        CompletionItem(code, help=rule.name)
+        for code, rule in all_rules().items()
+        if code.startswith(incomplete.upper())
+    ]
+
+
+@cli.command()
+@click.argument("code", required=False, shell_complete=_complete_rule_code)
+@click.option("--all", "show_all", is_flag=True, help="list every rule")
+@click.option("--output-format", type=click.Choice(("text", "json")), default="text")
+def rule(**params: Any) -> int:
+    """Explain a rule: what it flags, why it syncs, its measured cost and its fix
+    (syncguard rule SG101), or list them all."""
+    return _run_rule(argparse.Namespace(**params))
+
+
+def _run_rule(args: argparse.Namespace) -> int:
     from syncguard.ruledoc import rule_listing, rule_text
     from syncguard.rules import all_rules
 
     rules = all_rules()
-    if args.all or not args.code:
+    if args.show_all or not args.code:
         sys.stdout.write(rule_listing(rules, args.output_format))
         return EXIT_CLEAN
     code = args.code.upper()
@@ -237,25 +268,58 @@ def _rule(args: argparse.Namespace) -> int:
     return EXIT_CLEAN
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    arguments = list(sys.argv[1:] if argv is None else argv)
-    parser = _parser(with_verify=bool(arguments) and arguments[0] == "verify")
-    args = parser.parse_args(arguments)
-    try:
-        if args.command == "check":
-            return _check(args)
-        if args.command == "rule":
-            return _rule(args)
-        if args.command == "verify":
-            from syncguard.runtime.verify import run_verify
+# ---------------------------------------------------------------- verify
 
-            return run_verify(args)
-        parser.print_help()
-        return EXIT_ERROR
-    except KeyboardInterrupt:
+
+@cli.command()
+@click.argument("target", metavar="MODULE:CALLABLE")
+@click.option(
+    "--args-factory", metavar="MODULE:CALLABLE",
+    help="called first (unaudited); returns the target's arguments: a tuple, a dict or None",
+)  # fmt: skip
+@click.option(
+    "--path", "paths", multiple=True, metavar="FILE",
+    help="also lint FILE (repeatable); the target's module is always linted",
+)  # fmt: skip
+@click.option("--scope", type=click.Choice(("all", "hot")), default="all", help="linter scope")
+@click.option(
+    "--simulate", type=click.Choice(("auto", "yes", "no")), default="auto",
+    help="simulation: auto (when CUDA is unavailable), yes, or no",
+)  # fmt: skip
+@click.option("--format", type=click.Choice(("text", "json")), default="text")
+def verify(**params: Any) -> int:
+    """Run MODULE:CALLABLE under the runtime sync audit and cross-check the linter: exit 0
+    when every runtime sync in the linted files is a finding, 1 when the linter missed one,
+    2 when the target cannot be loaded or raises."""
+    from syncguard.runtime.verify import run_verify
+
+    return run_verify(verify_arguments(params))
+
+
+def verify_arguments(params: dict[str, Any]) -> argparse.Namespace:
+    """The namespace ``run_verify`` reads, from the parameters of ``syncguard verify``."""
+    return argparse.Namespace(**{**params, "paths": list(params.get("paths", ()))})
+
+
+# ---------------------------------------------------------------- entry point
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line on ``argv`` (default: ``sys.argv[1:]``); returns the exit code."""
+    try:
+        code = cli.main(
+            args=list(sys.argv[1:] if argv is None else argv),
+            prog_name="syncguard",
+            standalone_mode=False,
+        )
+    except click.ClickException as error:  # usage errors: exit 2
+        error.show()
+        return error.exit_code
+    except (click.Abort, KeyboardInterrupt):
         sys.stderr.write("syncguard: interrupted\n")
         return 130
     except BrokenPipeError:
         return EXIT_CLEAN
     except Exception as error:
         return _error(f"internal error: {type(error).__name__}: {error} (please report this)")
+    return code if isinstance(code, int) else EXIT_CLEAN

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -15,6 +16,7 @@ from conftest import REPO, run_cli
 from syncguard.engine import analyze_source
 from syncguard.facts import FileError
 from syncguard.rule import Context, Rule
+from syncguard.rules import all_rules
 
 HOT_ITEM = "import torch\n\n@torch.compile\ndef step(x):\n    return x.item()\n"
 HOT_TOLIST = "import torch\n\n@torch.compile\ndef step(x):\n    return x.tolist()\n"
@@ -34,7 +36,7 @@ def test_exit_codes(tree: Path) -> None:
     assert run_cli("check", ".", cwd=tree).returncode == 1
     assert run_cli("check", ".", "--exit-zero", cwd=tree).returncode == 0
     usage = run_cli("check", "--output-format", "xml", cwd=tree)
-    assert usage.returncode == 2 and "invalid choice" in usage.stderr
+    assert usage.returncode == 2 and "'xml' is not one of" in usage.stderr
 
 
 def test_json_contract_is_sorted_relative_and_stable(tree: Path) -> None:
@@ -161,6 +163,64 @@ def test_rule_command_and_version() -> None:
     unknown = run_cli("rule", "SG999")
     assert unknown.returncode == 2 and "SG999" in unknown.stderr
     assert run_cli("--version").stdout.startswith("syncguard ")
+
+
+@pytest.mark.parametrize(
+    ("command", "needle"),
+    [
+        ((), "Commands:"),
+        (("check",), "--unsafe-fixes"),
+        (("rule",), "--all"),
+        (("verify",), "--args-factory"),
+    ],
+)
+def test_every_command_has_help(command: tuple[str, ...], needle: str) -> None:
+    result = run_cli(*command, "--help")
+    assert result.returncode == 0
+    assert result.stdout.startswith(f"Usage: syncguard {' '.join(command)}".rstrip())
+    assert needle in result.stdout
+
+
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [
+        ((), "Commands:"),  # a bare `syncguard`: the help, on stderr
+        (("lint",), "No such command 'lint'"),
+        (("check", "--colour"), "No such option '--colour'"),
+        (("check", "--jobs", "0"), "0 is not in the range x>=1"),
+        (("rule", "SG101", "--output-format", "sarif"), "'sarif' is not one of"),
+        (("verify",), "Missing argument 'MODULE:CALLABLE'"),
+    ],
+)
+def test_usage_errors_exit_2(args: tuple[str, ...], needle: str) -> None:
+    result = run_cli(*args)
+    assert result.returncode == 2
+    assert needle in result.stderr and "Traceback" not in result.stderr
+
+
+def test_shell_completion_offers_subcommands_options_and_rule_codes() -> None:
+    executable = shutil.which("syncguard")
+    assert executable is not None
+
+    def complete(*words: str) -> list[str]:
+        env = {
+            **os.environ,
+            "_SYNCGUARD_COMPLETE": "bash_complete",
+            "COMP_WORDS": " ".join(("syncguard", *words)),
+            "COMP_CWORD": str(len(words)),
+        }
+        result = subprocess.run([executable], capture_output=True, text=True, env=env, timeout=60)
+        assert result.returncode == 0, result.stderr
+        return [line.split(",", 1)[1] for line in result.stdout.splitlines()]
+
+    assert {"check", "rule", "verify"} <= set(complete(""))
+    assert "--output-format" in complete("check", "--out")
+    assert complete("rule", "sg30") == [code for code in all_rules() if code.startswith("SG30")]
+    script = subprocess.run(
+        [executable], capture_output=True, text=True, timeout=60,
+        env={**os.environ, "_SYNCGUARD_COMPLETE": "bash_source"},
+    )  # fmt: skip
+    assert "complete -o nosort -F" in script.stdout
 
 
 def test_installed_console_script_runs_in_a_subprocess() -> None:
