@@ -333,18 +333,6 @@ def _toml_error(error: Exception, text: str) -> tuple[str, int, int]:
     return message, line, column
 
 
-def find_config(start: Path) -> Path | None:
-    """The nearest pyproject.toml at or above ``start`` with a ``[tool.syncguard]`` table;
-    raises a located ConfigError for a pyproject.toml on the way that cannot be read or
-    parsed (never passing over it to a parent folder's config)."""
-    directory = start if start.is_dir() else start.parent
-    for folder in (directory, *directory.parents):
-        candidate = folder / CONFIG_FILE
-        if candidate.exists() and not candidate.is_dir() and syncguard_table(candidate):
-            return candidate
-    return None
-
-
 def load(path: Path | None, anchor: str | None = None) -> Settings:
     """Settings from ``path`` (a pyproject.toml with a ``[tool.syncguard]`` table); the
     defaults when ``path`` is None. Path globs are relative to ``anchor`` (default: the

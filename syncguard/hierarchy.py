@@ -12,9 +12,11 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Sequence
+import sys
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 from syncguard.config import (
     CONFIG_FILE,
@@ -24,8 +26,10 @@ from syncguard.config import (
     check_selectors,
     from_table,
     load,
+    parse_codes,
     syncguard_table,
 )
+from syncguard.discovery import discover
 
 # Settings of the whole run's analysis, taken from one config (see the module docstring).
 ANALYSIS_SETTINGS = ("scope", "hot_functions", "cold_functions", "compiled_functions",
@@ -54,6 +58,25 @@ class Overrides:
             scope=self.scope or settings.scope,
             hot_functions=(*settings.hot_functions, *self.hot_functions),
         )
+
+
+def overrides_of(options: Mapping[str, Any]) -> Overrides:
+    """The overrides given by command-line ``options`` (``select``, ``extend_select``,
+    ``ignore``, ``extend_ignore``: comma lists or None; ``force_exclude``, ``scope``,
+    ``hot``); raises ConfigError for a bad or empty code list."""
+
+    def codes(name: str) -> tuple[str, ...]:
+        text = options.get(name)
+        return () if text is None else parse_codes(text, "--" + name.replace("_", "-"))
+
+    return Overrides(
+        select=codes("select") if options.get("select") is not None else None,
+        extend_select=codes("extend_select"),
+        ignore=(*codes("ignore"), *codes("extend_ignore")),
+        force_exclude=bool(options.get("force_exclude")),
+        scope=options.get("scope"),
+        hot_functions=tuple(options.get("hot") or ()),
+    )
 
 
 class ConfigTree:
@@ -138,10 +161,13 @@ class ConfigTree:
                 if getattr(settings, name) != getattr(root, name)
             ]
             if source != root.source and differ:
+                verb = "is" if len(differ) == 1 else "are"
+                used = _shown(root.source) if root.source else "the defaults"
+                common = _shown(self.common_folder or os.getcwd())
                 notes.append(
-                    f"{source}: its {', '.join(differ)} not used: the analysis settings of a "
-                    f"run are project-wide, from {root.source or 'the defaults'} (the config "
-                    f"of {self.common_folder or os.getcwd()}, which holds every linted path)"
+                    f"{_shown(source)}: its {' and '.join(differ)} {verb} not used: analysis "
+                    f"settings are project-wide, from {used} (the config of {common}, which "
+                    "holds every linted path)"
                 )
         return notes
 
@@ -165,6 +191,21 @@ class ConfigTree:
         if self.known_codes:
             check_selectors(settings, self.known_codes, nested=True)
         return settings
+
+
+def show(paths: Sequence[str], settings: Settings, files: bool, resolved: bool) -> int:
+    """``--show-files`` (the files that would be linted, one a line) and ``--show-settings``
+    (see :func:`show_settings`) on stdout; the paths that cannot be linted on stderr.
+    Returns the exit code: 2 when some path cannot be linted, else 0."""
+    found, problems = discover(paths, settings)
+    if files:
+        sys.stdout.write("".join(f"{path}\n" for path in found))
+    if resolved:
+        known = settings.tree.known_codes if settings.tree is not None else ()
+        sys.stdout.write(show_settings(settings, found, known))
+    for path, error in problems:
+        sys.stderr.write(f"{path}:{error.line}:{error.column}: {error.message}\n")
+    return 2 if problems else 0
 
 
 def show_settings(root: Settings, files: Sequence[str], known_codes: Sequence[str]) -> str:

@@ -14,14 +14,19 @@ from syncguard.config import (
     Selection,
     Settings,
     check_selectors,
-    find_config,
     load,
     parse_codes,
 )
+from syncguard.hierarchy import ConfigTree
 from syncguard.rules import all_rules
 
 HOT = "import torch\n\n@torch.compile\ndef step(x):\n    return x.item(), x.tolist()\n"
 KNOWN = list(all_rules())
+
+
+def find_config(folder: Path) -> Path | None:
+    """The config that applies to the files in ``folder``."""
+    return ConfigTree().settings_for(str(folder)).source
 
 
 def codes(tree: Path, *args: str, cwd: Path | None = None) -> list[str]:

@@ -24,9 +24,9 @@ def names(files: list[str], root: Path) -> list[str]:
     return [os.path.relpath(file, root).replace(os.sep, "/") for file in files]
 
 
-def unprivileged(*command: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    """Run ``syncguard check`` where folders without read permission cannot be listed
-    (as root: without the capabilities to read any folder)."""
+def unprivileged(*arguments: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    """Run Python with ``arguments`` where folders without read permission cannot be
+    listed (as root: without the capabilities to read any folder)."""
     prefix = UNPRIVILEGED if os.geteuid() == 0 else []
     if prefix and shutil.which("setpriv") is None:
         pytest.skip("setpriv is not installed")
@@ -41,7 +41,7 @@ def unprivileged(*command: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     if probe.returncode == 0:
         pytest.skip("cannot make a folder unlistable here")
     return subprocess.run(
-        [*prefix, sys.executable, "-m", "syncguard", "check", *command, "--no-cache"],
+        [*prefix, sys.executable, *arguments],
         cwd=cwd,
         capture_output=True,
         text=True,
@@ -56,15 +56,23 @@ def test_an_unlistable_folder_is_a_located_error_and_exit_2(tmp_path: Path) -> N
     locked.mkdir(parents=True)
     (locked / "hidden.py").write_text(HOT)
     locked.chmod(0)
+    check = ("-m", "syncguard", "check", "--no-cache")
+    walk = "from syncguard.discovery import discover; print(discover(['pkg/locked']))"
     try:
-        result = unprivileged(".", cwd=tmp_path)
-        top = unprivileged("pkg/locked", cwd=tmp_path)
+        result = unprivileged(*check, ".", cwd=tmp_path)
+        top = unprivileged(*check, "pkg/locked", cwd=tmp_path)
+        library = unprivileged("-c", walk, cwd=tmp_path)
     finally:
         locked.chmod(0o755)
     assert result.returncode == 2, result.stderr
     assert "pkg/locked:1:1: cannot list folder: Permission denied" in result.stderr
-    assert top.returncode == 2
-    assert "pkg/locked:1:1: cannot list folder: Permission denied" in top.stderr
+    assert top.returncode == 2 and "Traceback" not in top.stderr
+    assert "pkg/locked" in top.stderr  # a named path: click may refuse it first
+    message = "cannot list folder: Permission denied"
+    assert (
+        library.stdout.strip()
+        == f"([], [('pkg/locked', FileError(line=1, column=1, message='{message}'))])"
+    )
 
 
 def test_symlinked_folders_are_not_followed_unless_named(tmp_path: Path) -> None:

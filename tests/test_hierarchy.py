@@ -143,7 +143,7 @@ def test_analysis_settings_come_from_the_config_of_the_common_folder(
     result = lint_files(["engine", "tools"], settings=settings)
     assert sorted(f.path for f in result.findings) == ["engine/runner.py", "tools/runner.py"]
     (note,) = result.warnings
-    assert note.startswith(f"{root / 'tools' / 'pyproject.toml'}: its scope, hot-functions not")
+    assert note.startswith("tools/pyproject.toml: its scope and hot-functions are not used")
     assert "project-wide" in note
     alone = ConfigTree(known_codes=KNOWN).settings_for_paths(["tools/runner.py"])
     assert alone.source == root / "tools" / "pyproject.toml" and alone.scope == "all"
@@ -207,3 +207,41 @@ def test_show_settings_names_each_config_and_why(
     assert "tests/pyproject.toml" in tests and 'select = ["SG102"]' in tests
     codes = [code for code in KNOWN if code == "SG102" or code.startswith("SG2")]
     assert f"reported = {json.dumps(codes)}" in tests
+
+
+def test_command_line_nested_configs_force_exclude_and_show(repo: Path) -> None:
+    write(
+        repo,
+        {
+            "pyproject.toml": '[tool.syncguard]\nexclude = ["legacy.py"]\n',
+            "tests/pyproject.toml": '[tool.syncguard]\nselect = ["SG102"]\nscope = "all"\n',
+        },
+    )
+    cwd = repo / "src"
+    result = run_cli("check", "..", "--output-format", "json", cwd=cwd)
+    assert reported(result.stdout, repo, cwd) == EXPECTED
+    assert "/tests/pyproject.toml: its scope is not used" in result.stderr.replace(os.sep, "/")
+    named = ["pkg/legacy.py", "pkg/model.py", "--output-format", "json"]
+    linted = run_cli("check", *named, cwd=cwd)
+    assert {f["path"] for f in json.loads(linted.stdout)} == {"pkg/legacy.py", "pkg/model.py"}
+    forced = run_cli("check", *named, "--force-exclude", cwd=cwd)
+    assert {f["path"] for f in json.loads(forced.stdout)} == {"pkg/model.py"}
+    shown = run_cli("check", "..", "--show-files", cwd=cwd)
+    assert shown.returncode == 0
+    assert shown.stdout.splitlines() == [
+        "../src/pkg/__init__.py",
+        "../src/pkg/model.py",
+        "../tests/test_model.py",
+    ]
+    settings = run_cli("check", "pkg", "--show-settings", "--extend-select", "SG2", cwd=cwd)
+    assert settings.returncode == 0 and settings.stdout.count("#   config: ") == 2
+    assert 'command-line = { "extend-select" = ["SG2"]' in settings.stdout
+    extended = run_cli(
+        "check", "..", "--extend-ignore", "SG101", "--output-format", "json", cwd=cwd
+    )
+    assert reported(extended.stdout, repo, cwd) == [EXPECTED[1], EXPECTED[2]]
+
+
+def test_the_pre_commit_hook_passes_force_exclude() -> None:
+    hooks = (Path(__file__).resolve().parent.parent / ".pre-commit-hooks.yaml").read_text()
+    assert "entry: syncguard check --force-exclude\n" in hooks
