@@ -16,7 +16,7 @@ import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from syncguard.reading import Unreadable, position, read_bytes
 
@@ -24,9 +24,6 @@ if sys.version_info >= (3, 11):
     import tomllib
 else:  # pragma: no cover - exercised on Python 3.10 only
     import tomli as tomllib
-
-if TYPE_CHECKING:
-    from syncguard.hierarchy import ConfigTree
 
 CONFIG_FILE = "pyproject.toml"  # the file a folder's config is read from
 SCOPES = ("hot", "all")
@@ -56,6 +53,14 @@ class ConfigError(Exception):
         if self.path is None:
             return self.message
         return f"{self.path}:{self.line}:{self.column}: {self.message}"
+
+
+class Folders(Protocol):
+    """Where the settings of each folder come from (:class:`syncguard.hierarchy.ConfigTree`)."""
+
+    def settings_for(self, folder: str) -> Settings: ...
+
+    def notes(self, root: Settings) -> list[str]: ...
 
 
 @dataclass(frozen=True)
@@ -98,7 +103,7 @@ class Settings:
     anchor: str | None = None
     command_line: Selection | None = None  # --select / --extend-select / --ignore
     # Where the settings of other folders come from (the nearest config above each).
-    tree: ConfigTree | None = field(default=None, compare=False, repr=False)
+    tree: Folders | None = field(default=None, compare=False, repr=False)
 
     def with_overrides(self, **changes: Any) -> Settings:
         return replace(self, **{k: v for k, v in changes.items() if v is not None})

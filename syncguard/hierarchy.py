@@ -201,7 +201,8 @@ def show(paths: Sequence[str], settings: Settings, files: bool, resolved: bool) 
     if files:
         sys.stdout.write("".join(f"{path}\n" for path in found))
     if resolved:
-        known = settings.tree.known_codes if settings.tree is not None else ()
+        tree = settings.tree
+        known = tree.known_codes if isinstance(tree, ConfigTree) else ()
         sys.stdout.write(show_settings(settings, found, known))
     for path, error in problems:
         sys.stderr.write(f"{path}:{error.line}:{error.column}: {error.message}\n")
@@ -211,7 +212,7 @@ def show(paths: Sequence[str], settings: Settings, files: bool, resolved: bool) 
 def show_settings(root: Settings, files: Sequence[str], known_codes: Sequence[str]) -> str:
     """``--show-settings``: the run's analysis settings, then the settings of each group of
     ``files`` under one config; each with its config file and why it applies."""
-    tree = root.tree
+    tree = root.tree if isinstance(root.tree, ConfigTree) else None
     why = tree.why if tree is not None else (lambda settings, folder: "given to the library")
     common = tree.common_folder if tree is not None and tree.common_folder else os.getcwd()
     lines = [
