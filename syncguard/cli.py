@@ -10,9 +10,10 @@ errors exit 2, as click's do. The subcommands import what they need when they ru
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -25,6 +26,7 @@ if TYPE_CHECKING:
 
     from syncguard.config import Settings
     from syncguard.engine import LintResult
+    from syncguard.fixes import FixRun
     from syncguard.progress import ProgressBar
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
@@ -149,9 +151,9 @@ def _run_check(args: argparse.Namespace) -> int:
         return _diff(args, settings)
     fix_note = ""
     if args.fix:
-        from syncguard.fixes import fix_paths, write_fixes
+        from syncguard.fixes import write_fixes
 
-        run = fix_paths(args.paths, settings=settings, unsafe=args.unsafe_fixes)
+        run = _fix(args, settings)
         write_errors = write_fixes(run)
         for message in write_errors:
             sys.stderr.write(f"{message}\n")
@@ -199,15 +201,36 @@ def _lint(args: argparse.Namespace, settings: Settings) -> LintResult:
     """Lint with the run options (processes, cache, progress bar on a terminal)."""
     from syncguard.engine import lint_files
 
-    progress = progress_bar(args.output_format)
-    try:
+    with _progress(args) as progress:
         return lint_files(
+            args.paths, settings=settings, progress=progress, **_run_options(args, settings)
+        )
+
+
+def _fix(args: argparse.Namespace, settings: Settings) -> FixRun:
+    """The fixes of ``--fix`` / ``--diff``, made in memory with the run options."""
+    from syncguard.fixes import fix_paths
+
+    with _progress(args) as progress:
+        return fix_paths(
             args.paths,
             settings=settings,
-            jobs=args.jobs or _default_jobs(),
-            cache_dir=_cache_dir(args, settings),
+            unsafe=args.unsafe_fixes,
             progress=progress,
+            **_run_options(args, settings),
         )
+
+
+def _run_options(args: argparse.Namespace, settings: Settings) -> dict[str, Any]:
+    return {"jobs": args.jobs or _default_jobs(), "cache_dir": _cache_dir(args, settings)}
+
+
+@contextlib.contextmanager
+def _progress(args: argparse.Namespace) -> Iterator[ProgressBar | None]:
+    """A progress bar for the per-file phase where one is wanted, erased afterwards."""
+    progress = progress_bar(args.output_format)
+    try:
+        yield progress
     finally:
         if progress is not None:
             progress.close()
@@ -215,9 +238,9 @@ def _lint(args: argparse.Namespace, settings: Settings) -> LintResult:
 
 def _diff(args: argparse.Namespace, settings: Settings) -> int:
     """``--diff``: print what the fixes would change; exit 1 when they would change anything."""
-    from syncguard.fixes import fix_paths, unified_diff
+    from syncguard.fixes import unified_diff
 
-    run = fix_paths(args.paths, settings=settings, unsafe=args.unsafe_fixes)
+    run = _fix(args, settings)
     sys.stdout.write(unified_diff(run.original, run.fixed))
     for problem in run.result.problems:
         sys.stderr.write(f"{problem}\n")
