@@ -208,12 +208,20 @@ def write_fixes(run: FixRun) -> list[str]:
     return errors
 
 
+def _diff_lines(text: str) -> list[str]:
+    """``text`` cut after each ``\\n``, as ``git apply`` reads a file (``str.splitlines``
+    also cuts at form feeds, U+2028 and others, which would make hunks git refuses)."""
+    lines = text.split("\n")
+    return [line + "\n" for line in lines[:-1]] + ([lines[-1]] if lines[-1] else [])
+
+
 def unified_diff(original: Mapping[str, str], fixed: Mapping[str, str]) -> str:
-    """A unified diff of every changed file, paths prefixed ``a/`` and ``b/``."""
+    """A unified diff of every changed file, paths prefixed ``a/`` and ``b/``, that
+    ``git apply`` and ``patch -p1`` accept."""
     chunks: list[str] = []
     for path in sorted(fixed):
-        before = original[path].splitlines(keepends=True)
-        after = fixed[path].splitlines(keepends=True)
+        before = _diff_lines(original[path])
+        after = _diff_lines(fixed[path])
         for line in difflib.unified_diff(before, after, f"a/{path}", f"b/{path}"):
             chunks.append(
                 line if line.endswith("\n") else f"{line}\n\\ No newline at end of file\n"
