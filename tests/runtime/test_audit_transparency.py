@@ -404,3 +404,19 @@ def test_wrappers_only_delegate_while_torch_compile_traces() -> None:
         x.to("cpu")
         x.tolist()
     assert audit.events == []
+
+
+@pytest.mark.parametrize("detection", sorted(AUDITS))
+def test_torch_compile_fullgraph_compiles_and_gives_the_same_result(detection: str) -> None:
+    def step(x: torch.Tensor) -> torch.Tensor:
+        y = x.to(copy=True, dtype=torch.float32, device=x.device)
+        return (y.cpu() * 2).to(torch.float16)
+
+    compiled = torch.compile(step, fullgraph=True, backend="eager")
+    x = torch.randn(8)
+    torch._dynamo.reset()
+    expected = compiled(x)
+    torch._dynamo.reset()
+    with AUDITS[detection]():
+        got = compiled(x)
+    assert torch.equal(got, expected) and got.dtype == torch.float16
