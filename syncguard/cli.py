@@ -10,11 +10,13 @@ errors exit 2, as click's do. The subcommands import what they need when they ru
 from __future__ import annotations
 
 import argparse
+import contextlib
+import errno
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TextIO
 
 import click
 
@@ -25,9 +27,12 @@ if TYPE_CHECKING:
 
     from syncguard.config import Settings
     from syncguard.engine import LintResult
+    from syncguard.fixes import FixRun
     from syncguard.progress import ProgressBar
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
+# Why a write to an open descriptor fails: full disk, quota, I/O error, closed or read-only.
+_DEVICE_ERRORS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EIO, errno.EBADF, errno.EFBIG})
 OUTPUT_FORMATS = ("full", "concise", "json", "sarif", "github")
 CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 
@@ -101,7 +106,19 @@ def check(**params: Any) -> int:
     """Lint files or folders (default: .) for syncs in hot paths."""
     args = argparse.Namespace(**params)
     args.paths = list(args.paths) or ["."]
+    if not _working_directory_exists():
+        return EXIT_ERROR
     return _run_check(args)
+
+
+def _working_directory_exists() -> bool:
+    """False, after saying so, when the current folder was deleted (or moved) under us."""
+    try:
+        os.getcwd()
+    except FileNotFoundError:
+        _error(".: the current folder no longer exists (deleted or moved?): cd to one that does")
+        return False
+    return True
 
 
 def _default_jobs() -> int:
@@ -147,9 +164,9 @@ def _run_check(args: argparse.Namespace) -> int:
         return _diff(args, settings)
     fix_note = ""
     if args.fix:
-        from syncguard.fixes import fix_paths, write_fixes
+        from syncguard.fixes import write_fixes
 
-        run = fix_paths(args.paths, settings=settings, unsafe=args.unsafe_fixes)
+        run = _fix(args, settings)
         write_errors = write_fixes(run)
         for message in write_errors:
             sys.stderr.write(f"{message}\n")
@@ -165,22 +182,67 @@ def _run_check(args: argparse.Namespace) -> int:
         result = _lint(args, settings)
     output_format = args.output_format or ("full" if sys.stdout.isatty() else "concise")
     color = sys.stdout.isatty() and not args.no_color and "NO_COLOR" not in os.environ
-    WRITERS[output_format](result.findings, result.rules, sys.stdout, color)
-    if args.statistics:
-        write_statistics(result.findings, result.rules, sys.stdout)
+    output = _Output()
+
+    def report(out: TextIO) -> None:
+        WRITERS[output_format](result.findings, result.rules, out, color)
+        if args.statistics:
+            write_statistics(result.findings, result.rules, out)
+
+    def closing(out: TextIO) -> None:
+        if output_format in ("full", "concise"):
+            out.write(summary(result.findings, result.files) + "\n")
+            if fix_note:
+                out.write(fix_note + "\n")
+
+    output.write(report)
     for problem in result.problems:
         sys.stderr.write(f"{problem}\n")
     for warning in result.warnings:
         sys.stderr.write(f"syncguard: warning: {warning}\n")
-    if output_format in ("full", "concise"):
-        sys.stdout.write(summary(result.findings, result.files) + "\n")
-        if fix_note:
-            sys.stdout.write(fix_note + "\n")
+    output.write(closing)
     if result.problems:
         return EXIT_ERROR
     if result.findings and not args.exit_zero:
-        return EXIT_FINDINGS
-    return EXIT_CLEAN
+        return output.status(EXIT_FINDINGS)
+    return output.status(EXIT_CLEAN)
+
+
+class _Output:
+    """The command's output on stdout. A reader that stops reading (``| head``) is no
+    error: the run ends as if it had read everything. Output the device refuses (a full
+    disk, a closed descriptor) is an error, said once on stderr."""
+
+    def __init__(self) -> None:
+        self.failed = False
+
+    def write(self, produce: Callable[[TextIO], object]) -> None:
+        try:
+            produce(sys.stdout)
+            sys.stdout.flush()
+        except BrokenPipeError:
+            _discard_stdout()
+        except OSError as error:
+            _discard_stdout()
+            if not self.failed:
+                self.failed = True
+                _error(f"cannot write the output: {error.strerror or error}")
+
+    def status(self, status: int) -> int:
+        return EXIT_ERROR if self.failed else status
+
+
+def _discard_stdout() -> None:
+    """Send what stdout still holds, and anything written later, to the null device (so
+    that the flush at exit raises nothing)."""
+    try:
+        null = os.open(os.devnull, os.O_WRONLY)
+        try:
+            os.dup2(null, sys.stdout.fileno())
+        finally:
+            os.close(null)
+    except (OSError, ValueError, AttributeError):  # no descriptor (a test's capture)
+        pass
 
 
 def progress_bar(output_format: str | None) -> ProgressBar | None:
@@ -197,15 +259,48 @@ def _lint(args: argparse.Namespace, settings: Settings) -> LintResult:
     """Lint with the run options (processes, cache, progress bar on a terminal)."""
     from syncguard.engine import lint_files
 
-    progress = progress_bar(args.output_format)
-    try:
+    with _progress(args) as progress:
         return lint_files(
+            args.paths, settings=settings, progress=progress, **_run_options(args, settings)
+        )
+
+
+def _fix(args: argparse.Namespace, settings: Settings) -> FixRun:
+    """The fixes of ``--fix`` / ``--diff``, made in memory with the run options."""
+    from syncguard.fixes import fix_paths
+
+    with _progress(args) as progress:
+        return fix_paths(
             args.paths,
             settings=settings,
-            jobs=args.jobs or _default_jobs(),
-            cache_dir=_cache_dir(args, settings),
+            unsafe=args.unsafe_fixes,
             progress=progress,
+            **_run_options(args, settings),
         )
+
+
+def _run_options(args: argparse.Namespace, settings: Settings) -> dict[str, Any]:
+    return {"jobs": _jobs(args.jobs), "cache_dir": _cache_dir(args, settings)}
+
+
+def _jobs(asked: int | None) -> int:
+    """Worker processes: as asked, but no more than the CPU cores (each costs memory and
+    more would only wait for a core)."""
+    cores = _default_jobs()
+    if asked is not None and asked > cores:
+        noun = "core" if cores == 1 else "cores"
+        sys.stderr.write(
+            f"syncguard: note: --jobs {asked} is more than the {cores} CPU {noun}: using {cores}\n"
+        )
+    return min(asked or cores, cores)
+
+
+@contextlib.contextmanager
+def _progress(args: argparse.Namespace) -> Iterator[ProgressBar | None]:
+    """A progress bar for the per-file phase where one is wanted, erased afterwards."""
+    progress = progress_bar(args.output_format)
+    try:
+        yield progress
     finally:
         if progress is not None:
             progress.close()
@@ -213,15 +308,16 @@ def _lint(args: argparse.Namespace, settings: Settings) -> LintResult:
 
 def _diff(args: argparse.Namespace, settings: Settings) -> int:
     """``--diff``: print what the fixes would change; exit 1 when they would change anything."""
-    from syncguard.fixes import fix_paths, unified_diff
+    from syncguard.fixes import unified_diff
 
-    run = fix_paths(args.paths, settings=settings, unsafe=args.unsafe_fixes)
-    sys.stdout.write(unified_diff(run.original, run.fixed))
+    run = _fix(args, settings)
+    output = _Output()
+    output.write(lambda out: out.write(unified_diff(run.original, run.fixed)))
     for problem in run.result.problems:
         sys.stderr.write(f"{problem}\n")
     if run.fixed:
-        return EXIT_FINDINGS
-    return EXIT_ERROR if run.result.problems else EXIT_CLEAN
+        return output.status(EXIT_FINDINGS)
+    return EXIT_ERROR if run.result.problems else output.status(EXIT_CLEAN)
 
 
 # ---------------------------------------------------------------- rule
@@ -256,14 +352,15 @@ def _run_rule(args: argparse.Namespace) -> int:
     from syncguard.rules import all_rules
 
     rules = all_rules()
+    output = _Output()
     if args.show_all or not args.code:
-        sys.stdout.write(rule_listing(rules, args.output_format))
-        return EXIT_CLEAN
+        output.write(lambda out: out.write(rule_listing(rules, args.output_format)))
+        return output.status(EXIT_CLEAN)
     code = args.code.upper()
     if code not in rules:
         return _error(f"unknown rule {args.code!r}; `syncguard rule --all` lists them")
-    sys.stdout.write(rule_text(rules[code], args.output_format))
-    return EXIT_CLEAN
+    output.write(lambda out: out.write(rule_text(rules[code], args.output_format)))
+    return output.status(EXIT_CLEAN)
 
 
 # ---------------------------------------------------------------- verify
@@ -291,6 +388,8 @@ def verify(**params: Any) -> int:
     2 when the target cannot be loaded or raises."""
     from syncguard.runtime.verify import run_verify
 
+    if not _working_directory_exists():
+        return EXIT_ERROR
     return run_verify(verify_arguments(params))
 
 
@@ -304,6 +403,10 @@ def verify_arguments(params: dict[str, Any]) -> argparse.Namespace:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line on ``argv`` (default: ``sys.argv[1:]``); returns the exit code."""
+    if sys.stdout is None:  # started with descriptor 1 closed
+        if sys.stderr is not None:
+            _error("standard output is closed: nowhere to write the results")
+        return EXIT_ERROR
     try:
         code = cli.main(
             args=list(sys.argv[1:] if argv is None else argv),
@@ -316,8 +419,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (click.Abort, KeyboardInterrupt):
         sys.stderr.write("syncguard: interrupted\n")
         return 130
-    except BrokenPipeError:
+    except BrokenPipeError:  # help or version text to a reader that stopped reading
+        _discard_stdout()
         return EXIT_CLEAN
+    except OSError as error:
+        if error.filename is not None or error.errno not in _DEVICE_ERRORS:
+            return _error(f"internal error: {type(error).__name__}: {error} (please report this)")
+        _discard_stdout()  # help or version text that the device refused
+        return _error(f"cannot write the output: {error.strerror or error}")
     except Exception as error:
         return _error(f"internal error: {type(error).__name__}: {error} (please report this)")
     return code if isinstance(code, int) else EXIT_CLEAN
