@@ -46,11 +46,15 @@ class Edit:
 
 @dataclass(frozen=True, slots=True)
 class Fix:
-    """A rewrite that removes a finding; ``applicability`` is ``safe`` or ``unsafe``."""
+    """A rewrite that removes a finding: the LibCST codemod named ``codemod`` (see
+    :mod:`syncguard.codemods`) applied to the node at ``span``, given ``arguments``;
+    ``applicability`` is ``safe`` or ``unsafe``."""
 
     applicability: str
     description: str
-    edits: tuple[Edit, ...]
+    codemod: str
+    span: Span
+    arguments: tuple[str, ...] = ()
 
 
 # A condition on a parameter under which code runs: (parameter, state), state one of
