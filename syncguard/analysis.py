@@ -408,6 +408,13 @@ class FileAnalyzer(Walker):
         if arguments.kwarg:
             all_arguments.append(arguments.kwarg)
         self_name = positional[0].arg if kind in ("method", "classmethod") and positional else None
+        closure_self = (
+            outer.self_name
+            if not in_class
+            and outer is not self.module_scope
+            and outer.self_name not in {argument.arg for argument in all_arguments}
+            else None
+        )  # a function nested in a method sees the method's ``self``
         defaults: dict[str, ast.expr | None] = {}
         for argument, positional_default in zip(
             reversed(positional), reversed(arguments.defaults), strict=False
@@ -473,7 +480,9 @@ class FileAnalyzer(Walker):
         )
         self.functions[qualname] = facts
         class_name = parent if in_class else None
-        self.scope = self._new_scope(facts, env, self_name, class_name)
+        self.scope = self._new_scope(facts, env, self_name or closure_self, class_name)
+        if closure_self is not None:
+            self.scope.attribute_values = outer.attribute_values
         if not in_class and outer is not self.module_scope:
             # A closure sees the enclosing function's locals as they are at its definition.
             self.scope.rebound = outer.rebound - set(self.scope.facts.params)

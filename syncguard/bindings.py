@@ -400,9 +400,18 @@ class Bindings:
         facts = self.by_path[path].facts
         if context in facts.classes:
             return (path, context)
-        function = facts.functions.get(context)
-        if function is not None and function.class_name is not None:
-            return (path, function.class_name)
+        return self.owner_class((path, context))
+
+    def owner_class(self, fid: FunctionId) -> ClassId | None:
+        """The class of method ``fid``, or of the method a nested function is defined in
+        (whose ``self`` it sees)."""
+        functions = self.by_path[fid[0]].facts.functions
+        qualname = fid[1]
+        while qualname:
+            function = functions.get(qualname)
+            if function is not None and function.class_name is not None:
+                return (fid[0], function.class_name)
+            qualname = qualname.rpartition(".")[0]
         return None
 
     def _attribute_values(self, path: str, context: str | None, attribute: str) -> frozenset[tuple]:

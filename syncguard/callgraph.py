@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Callable, Iterable, Sequence
 
-from syncguard.bindings import Bindings, ClassId, FunctionId
+from syncguard.bindings import Bindings, FunctionId
 from syncguard.facts import CallSite, Span
 from syncguard.values import Value
 
@@ -80,7 +80,6 @@ class CallGraph:
         bindings = self.bindings
         callee = call.callee
         kind = callee[0]
-        function = self.functions[fid]
         path = fid[0]
         if kind in ("name", "dotted"):
             if kind == "name":
@@ -94,10 +93,10 @@ class CallGraph:
             return self._on(bindings.values(path, fid[1], callee[1]), callee[2])
         if kind == "value":
             return self._called(bindings.values(path, fid[1], callee[1]))
-        class_name = function.class_name
-        if class_name is None or kind not in ("self", "attr"):
+        owner = bindings.owner_class(fid) if kind in ("self", "attr") else None
+        if owner is None:
             return ()
-        owner: ClassId = (path, class_name)
+        class_name = owner[1]
         method = callee[-1]
         if kind == "attr":
             type_name = bindings.attribute_type(owner, callee[1])

@@ -27,16 +27,6 @@ else:  # pragma: no cover - exercised on Python 3.10 only
 
 CONFIG_FILE = "pyproject.toml"  # the file a folder's config is read from
 SCOPES = ("hot", "all")
-# Per-step functions of common inference engines, hot out of the box; the
-# ``hot-functions`` setting adds to these and ``cold-functions`` can remove them.
-DEFAULT_HOT_FUNCTIONS = (
-    "*MetadataBuilder.build",
-    "*MetadataBuilder.build_for_cudagraph_capture",
-    "*AttnBackend.init_forward_metadata",
-    "*Backend.init_forward_metadata",
-    "*ModelRunner.execute_model",
-    "*ModelRunner._prepare_inputs",
-)
 _CODE_SELECTOR = re.compile(r"^SG[0-9]{0,3}$")
 _TOML_POSITION = re.compile(r"\s*\(at (?:line (\d+), column (\d+)|end of document)\)$")
 
@@ -92,10 +82,11 @@ class Settings:
     per_file_ignores: tuple[tuple[str, tuple[str, ...]], ...] = ()
     exclude: tuple[str, ...] = ()
     force_exclude: bool = False  # exclude applies to paths named on the command line too
-    hot_functions: tuple[str, ...] = DEFAULT_HOT_FUNCTIONS
+    hot_functions: tuple[str, ...] = ()
     cold_functions: tuple[str, ...] = ()
     compiled_functions: tuple[str, ...] = ()
     host_parameters: tuple[str, ...] = ()
+    presets: tuple[str, ...] = ("auto",)  # framework presets (syncguard.presets)
     scope: str = "hot"
     source: Path | None = None  # the pyproject.toml these settings came from
     # The folder that the path globs (exclude, per-file-ignores) are relative to: the
@@ -258,6 +249,17 @@ def _scope(key: str, value: Any, origin: _Origin) -> str:
     return str(value)
 
 
+def _presets(key: str, value: Any, origin: _Origin) -> tuple[str, ...]:
+    from syncguard.presets import PresetError, check_names
+
+    names = _string_list(key, value, origin)
+    try:
+        check_names(names)
+    except PresetError as error:
+        raise origin.error(f"`{key}` has an {error}", key) from None
+    return names
+
+
 def _flag(key: str, value: Any, origin: _Origin) -> bool:
     if not isinstance(value, bool):
         raise origin.error(f"`{key}` must be true or false, got {value!r}", key)
@@ -276,6 +278,7 @@ _KEYS: dict[str, tuple[str, Callable[[str, Any, _Origin], Any]]] = {
     "cold-functions": ("cold_functions", _string_list),
     "compiled-functions": ("compiled_functions", _string_list),
     "host-parameters": ("host_parameters", _string_list),
+    "presets": ("presets", _presets),
     "scope": ("scope", _scope),
 }
 
@@ -367,8 +370,6 @@ def from_table(path: Path, table: dict[str, Any], text: str, anchor: str | None 
         values[attribute] = convert(key, value, origin)
     values["select"] = (*values.get("select", ("SG",)), *values.pop("extend_select", ()))
     values["ignore"] = (*values.get("ignore", ()), *values.pop("extend_ignore", ()))
-    if "hot_functions" in values:
-        values["hot_functions"] = (*DEFAULT_HOT_FUNCTIONS, *values["hot_functions"])
     return Settings(**values)
 
 

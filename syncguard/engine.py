@@ -137,6 +137,7 @@ def lint_files(
         settings.cold_functions,
         settings.compiled_functions,
         settings.host_parameters,
+        presets=settings.presets,
     )
     run_scope = scope or settings.scope
     with _gc_paused():

@@ -80,6 +80,7 @@ class FindingBuilder:
         graph, bindings, branches = self.graph, self.bindings, self.paths.branches
         hot, compiled = self.paths.hot, self.paths.compiled
         results: list[Finding] = []
+        reported: set[tuple[str, Span, str]] = set()  # sites with a finding at their line
         for fid in graph.ids:
             info = hot.get(fid)
             loops = self.paths.step_loops.get(fid) if info is None else None
@@ -111,6 +112,7 @@ class FindingBuilder:
                 if branches.never_taken(fid, site.requires):
                     continue  # a branch no caller takes
                 step = Step(fid[0], site.span.line, here)
+                reported.add((fid[0], site.span, site.code))
                 results.append(
                     self._finding(site, fid[0], site.span, site.statement, severity, reason,
                                   (*via, step), site.in_loop, graph_break, site.fix, (),
@@ -178,6 +180,24 @@ class FindingBuilder:
                             None, at_sites, suggestion, message,
                         )
                     )  # fmt: skip
+                    # Every other site the call reaches is a finding of its own, at its line.
+                    for other_name, other in group[1:]:
+                        key = (other.site_path, other.site.span, other.site.code)
+                        if key in reported:
+                            continue
+                        reported.add(key)
+                        entry = f"{fid[0]}:{call.span.line}"
+                        results.append(
+                            self._finding(
+                                other.site, other.site_path, other.site.span,
+                                other.site.statement, severity, reason,
+                                (*via, step, *other.steps), other.site.in_loop or call.in_loop,
+                                graph_break, other.site.fix, ((fid[0], *call.statement),),
+                                other.site.suggestion,
+                                f"{self._message(other.site)} (device data for "
+                                f"`{other_name}` comes from the hot call at {entry})",
+                            )
+                        )  # fmt: skip
         results.extend(self._project_findings(hot, scope))
         results.sort(key=lambda finding: finding.sort_key)
         return results

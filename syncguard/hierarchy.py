@@ -33,7 +33,7 @@ from syncguard.discovery import discover
 
 # Settings of the whole run's analysis, taken from one config (see the module docstring).
 ANALYSIS_SETTINGS = ("scope", "hot_functions", "cold_functions", "compiled_functions",
-                     "host_parameters")  # fmt: skip
+                     "host_parameters", "presets")  # fmt: skip
 
 
 @dataclass(frozen=True)

@@ -64,6 +64,7 @@ class HotSettings:
     # qualified as imported) that the framework's own loop calls every step.
     hot_methods: tuple[str, ...] = ()
     origins: tuple[tuple[str, str], ...] = ()  # (entry, where it comes from)
+    presets: tuple[str, ...] = ()  # names, or "auto" (see syncguard.presets)
 
 
 @dataclass(slots=True)

@@ -21,6 +21,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import PurePath
 
+from syncguard import presets
 from syncguard.bindings import Bindings, FunctionId, SourceFile
 from syncguard.callgraph import CallGraph
 from syncguard.facts import Step
@@ -49,7 +50,14 @@ class Project:
         self.bindings = Bindings(self.files)
         self.by_path = self.bindings.by_path
         self.graph = CallGraph(self.bindings)
-        self.hotness = Hotness(self.graph, self.settings)
+        # The framework presets in force: those named, and with "auto" those of the
+        # frameworks the tree is or imports (a function of every file's interface).
+        self.presets = presets.select(
+            self.settings.presets,
+            (file.facts.module for file in self.files),
+            (target for file in self.files for target in file.facts.imports.values()),
+        )
+        self.hotness = Hotness(self.graph, presets.apply(self.settings, self.presets))
 
     def qualified(self, fid: FunctionId) -> str:
         return self.bindings.qualified(fid)
@@ -68,7 +76,7 @@ class Project:
         graph, hotness = self.graph, self.hotness
         paths = hotness.hot_paths()
         hot = paths.hot
-        declared_host = DeclaredHost(graph, self.settings.host_parameters)
+        declared_host = DeclaredHost(graph, hotness.settings.host_parameters)
         summary = parameter_summaries(
             graph, paths.branches, declared_host, {fid for fid, info in hot.items() if info.is_root}
         )
