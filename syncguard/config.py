@@ -47,6 +47,7 @@ class Settings:
     compiled_functions: tuple[str, ...] = ()
     host_parameters: tuple[str, ...] = ()
     scope: str = "hot"
+    require_reason: bool = False  # a suppression without ``-- reason`` is a finding (SG004)
     source: Path | None = None  # the pyproject.toml these settings came from
 
     def with_overrides(self, **changes: Any) -> Settings:
@@ -106,6 +107,12 @@ def _scope(key: str, value: Any, where: str) -> str:
     return str(value)
 
 
+def _flag(key: str, value: Any, where: str) -> bool:
+    if not isinstance(value, bool):
+        raise ConfigError(f"{where}: `{key}` must be true or false, got {value!r}")
+    return value
+
+
 _KEYS: dict[str, tuple[str, Callable[[str, Any, str], Any]]] = {
     "select": ("select", _codes),
     "ignore": ("ignore", _codes),
@@ -116,6 +123,7 @@ _KEYS: dict[str, tuple[str, Callable[[str, Any, str], Any]]] = {
     "compiled-functions": ("compiled_functions", _string_list),
     "host-parameters": ("host_parameters", _string_list),
     "scope": ("scope", _scope),
+    "require-reason": ("require_reason", _flag),
 }
 
 
