@@ -70,6 +70,10 @@ def cli(ctx: click.Context) -> None:
     help="hot (default): only hot paths; all: also elsewhere, as warnings",
 )  # fmt: skip
 @click.option("--config", metavar="FILE", help="pyproject.toml to read [tool.syncguard] from")
+@click.option(
+    "--require-reason", is_flag=True,
+    help="a suppression without `-- reason` is a finding (SG004); also: require-reason = true",
+)  # fmt: skip
 @click.option("--exit-zero", is_flag=True, help="exit 0 even with findings")
 @click.option("--statistics", is_flag=True, help="count findings per rule")
 @click.option("--no-color", is_flag=True, help="never use colours (also: NO_COLOR=1)")
@@ -82,6 +86,11 @@ def cli(ctx: click.Context) -> None:
     "--cache-dir", metavar="DIR",
     help="cache folder (default: .syncguard_cache beside the config file, or in the current "
     "directory)",
+)  # fmt: skip
+@click.option(
+    "--no-project", is_flag=True,
+    help="lint only the named files; by default, files named inside a project (the config "
+    "file's folder, else the git root) are linted with the whole project as their context",
 )  # fmt: skip
 @click.option("--fix", is_flag=True, help="apply safe fixes to the files")
 @click.option(
@@ -106,7 +115,9 @@ def _default_jobs() -> int:
     return os.cpu_count() or 1
 
 
-def _cache_dir(args: argparse.Namespace, settings: Settings) -> Path | None:
+def _cache_dir(
+    args: argparse.Namespace, settings: Settings, root: Path | None = None
+) -> Path | None:
     """Where the cache lives for this run; None with --no-cache."""
     from syncguard.cache import CACHE_FOLDER
 
@@ -114,7 +125,7 @@ def _cache_dir(args: argparse.Namespace, settings: Settings) -> Path | None:
         return None
     if args.cache_dir:
         return Path(args.cache_dir)
-    base = settings.source.parent if settings.source is not None else Path.cwd()
+    base = settings.source.parent if settings.source is not None else root or Path.cwd()
     return base / CACHE_FOLDER
 
 
@@ -138,6 +149,7 @@ def _run_check(args: argparse.Namespace) -> int:
             "select": parse_codes(args.select, "--select") if args.select else None,
             "ignore": parse_codes(args.ignore, "--ignore") if args.ignore else None,
             "scope": args.scope,
+            "require_reason": args.require_reason or None,
             "hot_functions": (*settings.hot_functions, *args.hot) if args.hot else None,
         }
         settings = settings.with_overrides(**overrides)
@@ -196,18 +208,24 @@ def progress_bar(output_format: str | None) -> ProgressBar | None:
 
 
 def _lint(args: argparse.Namespace, settings: Settings) -> LintResult:
-    """Lint with the run options (processes, cache, progress bar on a terminal)."""
+    """Lint with the run options (processes, cache, progress bar on a terminal): files
+    named inside a project with the project as their context (:mod:`syncguard.changed`)."""
+    from syncguard.changed import in_project, lint_changed
     from syncguard.engine import lint_files
+    from syncguard.workspace import project_root
 
+    root = None if args.no_project else project_root(settings)
     progress = progress_bar(args.output_format)
     try:
-        return lint_files(
-            args.paths,
-            settings=settings,
-            jobs=args.jobs or _default_jobs(),
-            cache_dir=_cache_dir(args, settings),
-            progress=progress,
-        )
+        options = {
+            "settings": settings,
+            "jobs": args.jobs or _default_jobs(),
+            "cache_dir": _cache_dir(args, settings, root),
+            "progress": progress,
+        }
+        if root is not None and in_project(args.paths, root):
+            return lint_changed(args.paths, root, **options)
+        return lint_files(args.paths, **options)
     finally:
         if progress is not None:
             progress.close()

@@ -1,0 +1,52 @@
+"""Changed-files mode: lint a few files with the whole project as their context.
+
+``syncguard check FILES...`` inside a project (see :mod:`syncguard.workspace`) analyses
+every file of the project -- from the facts cache, so a warm run reads only what
+changed -- and reports the findings whose chain passes through one of FILES: a sync in
+an unchanged helper reached from a changed caller is reported at the caller; a changed
+helper reached from an unchanged hot root is reported at the root's call site, which is
+how pre-commit, passing only the staged files, still sees syncguard's headline case.
+Suppression checks and unreadable-file errors are those of FILES only.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from syncguard.engine import LintResult, lint_files
+from syncguard.project import Finding
+from syncguard.workspace import relative_to
+
+
+def in_project(paths: Sequence[str], root: Path | None) -> bool:
+    """True when changed-files mode applies: every path is a file inside ``root``."""
+    return (
+        root is not None
+        and bool(paths)
+        and all(os.path.isfile(path) and relative_to(path, root) is not None for path in paths)
+    )
+
+
+def lint_changed(paths: Sequence[str], root: Path, **options: Any) -> LintResult:
+    """Lint the project at ``root`` and keep what concerns ``paths`` (files inside it);
+    ``options`` go to :func:`syncguard.engine.lint_files`. Paths in the result are as
+    the walk from ``root`` (named relative to the working directory) gives them."""
+    top = os.path.relpath(root)
+    named = []
+    for path in paths:
+        relative = relative_to(path, root)
+        assert relative is not None  # in_project() checked
+        named.append(os.path.normpath(os.path.join(top, relative)))
+    result = lint_files([top, *named], **options)
+    targets = set(named)
+
+    def touches(finding: Finding) -> bool:
+        return finding.path in targets or any(step.path in targets for step in finding.chain)
+
+    result.findings = [finding for finding in result.findings if touches(finding)]
+    result.problems = [problem for problem in result.problems if problem.path in targets]
+    result.files = len(targets)
+    return result
