@@ -1,11 +1,11 @@
-"""Autofix: build the fixes rules attach to findings, and apply them to files.
+"""Autofix: the fixes rules attach to findings, and applying them to files.
 
-Rules build a :class:`~syncguard.facts.Fix` with the helpers at the top
-(:func:`add_keyword_fix`, :func:`replace_fix`). :func:`fix_paths` applies the
-fixes of a lint run -- non-overlapping edits, bottom-up -- keeps only results
-that still parse (checked with LibCST, the product's syntax tree for rewrites,
-imported only here and only when fixing), and re-lints the edited text until
-nothing more changes, so that a second ``--fix`` is a no-op.
+Rules build a :class:`~syncguard.facts.Fix` with the helpers at the top: each names a
+LibCST codemod of :mod:`syncguard.codemods` and the span of the node it rewrites, and
+costs nothing while linting (LibCST is imported only when a fix is applied or
+previewed). :func:`fix_paths` applies the fixes of a lint run in memory and re-lints the
+edited text until nothing more changes, so that a second ``--fix`` is a no-op;
+:func:`write_fixes` writes the results.
 """
 
 from __future__ import annotations
@@ -13,14 +13,14 @@ from __future__ import annotations
 import ast
 import difflib
 import io
-import itertools
 import tokenize
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from syncguard.config import Settings
-from syncguard.engine import LintResult, decode, lint_files
-from syncguard.facts import LINE_BREAK, Edit, Fix, Span
+from syncguard.engine import LintResult, lint_files
+from syncguard.facts import Edit, Fix
+from syncguard.reading import Unreadable, read_source
 from syncguard.rule import Context
 
 SAFE = "safe"
@@ -32,16 +32,23 @@ MAX_PASSES = 4
 # --------------------------------------------------------------- building fixes
 
 
-def insertion(line: int, column: int, text: str) -> Edit:
-    """Insert ``text`` before the 1-based character ``column`` of ``line``."""
-    return Edit(Span(line, column, line, column), text)
+def codemod_fix(
+    ctx: Context,
+    node: ast.AST,
+    codemod: str,
+    applicability: str,
+    description: str,
+    *arguments: str,
+) -> Fix:
+    """A fix running the codemod named ``codemod`` on ``node`` with ``arguments``."""
+    return Fix(applicability, description, codemod, ctx.span(node), arguments)
 
 
 def replace_fix(
-    ctx: Context, node: ast.AST, text: str, applicability: str, description: str
+    ctx: Context, node: ast.expr, code: str, applicability: str, description: str
 ) -> Fix:
-    """Replace the whole of ``node`` by ``text``."""
-    return Fix(applicability, description, (Edit(ctx.span(node), text),))
+    """Replace the expression ``node`` by ``code`` (its parentheses stay)."""
+    return codemod_fix(ctx, node, "replace", applicability, description, code)
 
 
 def add_keyword_fix(
@@ -54,111 +61,35 @@ def add_keyword_fix(
 ) -> Fix | None:
     """A fix adding ``keyword=value`` to ``call``; None where it cannot be added safely.
 
-    The text goes right after the last argument, so trailing commas and
-    comments inside the parentheses stay valid. Not offered when the keyword is
-    already there, when ``**kwargs`` might hold it, or after a bare generator
-    argument (``f(x for x in y)`` accepts no second argument).
+    The argument goes after the last one, so trailing commas and comments inside the
+    parentheses stay. Not offered when the keyword is already there, when ``**kwargs``
+    might hold it, or after a bare generator argument (``f(x for x in y)`` accepts no
+    second argument).
     """
     if any(item.arg in (keyword, None) for item in call.keywords):
         return None
     if len(call.args) == 1 and not call.keywords and isinstance(call.args[0], ast.GeneratorExp):
         return None
-    arguments: list[ast.AST] = [*call.args, *call.keywords]
-    if arguments:
-        last = max(arguments, key=lambda a: (a.end_lineno, a.end_col_offset))  # type: ignore[attr-defined]
-        end = ctx.span(last)
-        edit = insertion(end.end_line, end.end_column, f", {keyword}={value}")
-    else:
-        end = ctx.span(call)
-        edit = insertion(end.end_line, end.end_column - 1, f"{keyword}={value}")
-    return Fix(applicability, description or f"add `{keyword}={value}`", (edit,))
+    description = description or f"add `{keyword}={value}`"
+    return codemod_fix(ctx, call, "set-keyword", applicability, description, keyword, value)
 
 
-# --------------------------------------------------------------- applying edits
-
-
-def _line_starts(source: str) -> list[int]:
-    return [0, *(match.end() for match in LINE_BREAK.finditer(source))]
-
-
-def _offsets(source: str, span: Span, starts: Sequence[int]) -> tuple[int, int]:
-    if not (1 <= span.line <= span.end_line <= len(starts)):
-        raise ValueError(f"edit outside the file: line {span.end_line}")
-    start = starts[span.line - 1] + span.column - 1
-    end = starts[span.end_line - 1] + span.end_column - 1
-    if not (0 <= start <= end <= len(source)):
-        raise ValueError(f"edit outside the file at line {span.line}")
-    return start, end
-
-
-def _conflict(a: tuple[int, int], b: tuple[int, int]) -> bool:
-    """True when two edit ranges touch in a way whose result would depend on their order."""
-    if a[0] == a[1] or b[0] == b[1]:  # an insertion conflicts with anything around its point
-        point, other = (a, b) if a[0] == a[1] else (b, a)
-        return other[0] <= point[0] <= other[1]
-    return a[0] < b[1] and b[0] < a[1]
-
-
-def apply_edits(source: str, edits: Iterable[Edit]) -> str:
-    """``source`` with ``edits`` applied; raises ValueError if two edits overlap."""
-    starts = _line_starts(source)
-    ranges = sorted(
-        ((_offsets(source, edit.span, starts), edit.text) for edit in edits),
-        key=lambda item: item[0],
-    )
-    for (first, _), (second, _) in itertools.pairwise(ranges):
-        if _conflict(first, second):
-            raise ValueError("overlapping edits")
-    for (start, end), text in reversed(ranges):
-        source = source[:start] + text + source[end:]
-    return source
-
-
-def parses(source: str) -> bool:
-    """True when ``source`` is valid Python for LibCST and for the compiler's parser."""
-    import libcst
-
-    try:
-        libcst.parse_module(source)
-        ast.parse(source)
-    except (libcst.ParserSyntaxError, SyntaxError, ValueError, RecursionError):
-        return False
-    return True
-
-
-def fix_source(source: str, fixes: Sequence[Fix]) -> tuple[str, int]:
-    """Apply the fixes that do not overlap an earlier one and keep the file parseable.
-
-    Returns the new text and how many fixes it contains.
-    """
+def apply_fixes(source: str, fixes: Sequence[Fix]) -> tuple[str, int]:
+    """``source`` with the fixes applied that keep it valid Python, and how many they are."""
     if not fixes:
         return source, 0
-    starts = _line_starts(source)
-    chosen: list[Fix] = []
-    taken: list[tuple[int, int]] = []
-    for fix in sorted(set(fixes), key=lambda f: [(e.span.line, e.span.column) for e in f.edits]):
-        try:
-            ranges = [_offsets(source, edit.span, starts) for edit in fix.edits]
-        except ValueError:
-            continue
-        if any(_conflict(mine, other) for mine in ranges for other in taken):
-            continue
-        chosen.append(fix)
-        taken.extend(ranges)
-    if not chosen:
-        return source, 0
-    combined = apply_edits(source, [edit for fix in chosen for edit in fix.edits])
-    if parses(combined):
-        return combined, len(chosen)
-    # Some fix breaks the file: keep, one by one, those that leave it parseable.
-    kept: list[Fix] = []
-    result = source
-    for fix in chosen:
-        attempt = apply_edits(source, [edit for f in (*kept, fix) for edit in f.edits])
-        if parses(attempt):
-            kept.append(fix)
-            result = attempt
-    return result, len(kept)
+    from syncguard.codemods import apply_fixes as rewrite
+
+    new, applied = rewrite(source, fixes)
+    return new, len(applied)
+
+
+def fix_edits(source: str, fix: Fix) -> tuple[Edit, ...]:
+    """The text edit ``fix`` makes to ``source``, for tools and editors; () if none."""
+    from syncguard.codemods import text_edit
+
+    edit = text_edit(source, fix)
+    return () if edit is None else (edit,)
 
 
 # --------------------------------------------------------------- whole runs
@@ -201,7 +132,7 @@ def fix_paths(
                 source = _read(path)
                 if source is None:
                     continue
-            new, count = fix_source(source, fixes)
+            new, count = apply_fixes(source, fixes)
             if count and new != source:
                 run.original.setdefault(path, source)
                 run.fixed[path] = new
@@ -216,9 +147,8 @@ def fix_paths(
 
 def _read(path: str) -> str | None:
     try:
-        with open(path, "rb") as handle:
-            return decode(handle.read())
-    except Exception:  # unreadable or undecodable: the lint run reports it
+        return read_source(path)
+    except Unreadable:  # the lint run reports it
         return None
 
 

@@ -10,7 +10,7 @@ from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TextIO
 
-from syncguard.facts import Fix, source_lines
+from syncguard.facts import Edit, Fix, source_lines
 from syncguard.project import Finding
 from syncguard.rule import Rule
 from syncguard.sarif import write_sarif
@@ -26,7 +26,8 @@ class _Style:
         return f"\x1b[{code}m{text}\x1b[0m" if self.enabled else text
 
 
-def fix_json(fix: Fix | None) -> dict[str, Any] | None:
+def fix_json(fix: Fix | None, edits: Sequence[Edit] = ()) -> dict[str, Any] | None:
+    """A fix as ruff's JSON shows one: what it does and the text edits it makes."""
     if fix is None:
         return None
     return {
@@ -38,12 +39,14 @@ def fix_json(fix: Fix | None) -> dict[str, Any] | None:
                 "location": {"row": edit.span.line, "column": edit.span.column},
                 "end_location": {"row": edit.span.end_line, "column": edit.span.end_column},
             }
-            for edit in fix.edits
+            for edit in edits
         ],
     }
 
 
-def finding_json(finding: Finding, rules: Mapping[str, type[Rule]]) -> dict[str, Any]:
+def finding_json(
+    finding: Finding, rules: Mapping[str, type[Rule]], edits: Sequence[Edit] = ()
+) -> dict[str, Any]:
     rule = rules.get(finding.code)
     return {
         "code": finding.code,
@@ -57,7 +60,7 @@ def finding_json(finding: Finding, rules: Mapping[str, type[Rule]]) -> dict[str,
         "severity": finding.severity,
         "hot": finding.hot,
         "chain": [str(step) for step in finding.chain],
-        "fix": fix_json(finding.fix),
+        "fix": fix_json(finding.fix, edits),
         "suggestion": finding.suggestion,
     }
 
@@ -133,8 +136,27 @@ def write_concise(
 def write_json(
     findings: Sequence[Finding], rules: Mapping[str, type[Rule]], out: TextIO, color: bool
 ) -> None:
-    json.dump([finding_json(f, rules) for f in findings], out, indent=2)
+    sources: dict[str, str | None] = {}
+    rows = [finding_json(f, rules, _fix_edits(f, sources)) for f in findings]
+    json.dump(rows, out, indent=2)
     out.write("\n")
+
+
+def _fix_edits(finding: Finding, sources: dict[str, str | None]) -> tuple[Edit, ...]:
+    """The text edits of ``finding``'s fix in the file as it is now (LibCST is loaded for
+    files with fixes only)."""
+    if finding.fix is None:
+        return ()
+    from syncguard.fixes import fix_edits
+    from syncguard.reading import Unreadable, read_source
+
+    if finding.path not in sources:
+        try:
+            sources[finding.path] = read_source(finding.path)
+        except Unreadable:
+            sources[finding.path] = None
+    source = sources[finding.path]
+    return () if source is None else fix_edits(source, finding.fix)
 
 
 def write_github(
