@@ -24,11 +24,10 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 
 from syncguard.config import Settings
-from syncguard.facts import Edit, Fix, Span, source_lines
+from syncguard.facts import Fix, Span, source_lines
 from syncguard.project import Finding
 from syncguard.suppression import (
     Code,
-    Directive,
     Suppressions,
     comments,
     is_syncguard_code,
@@ -110,30 +109,32 @@ def _checks(
     for path, entries in sorted(directives.items()):
         lines = source_lines(suppressions.source(path))
         for line, column, comment in entries:
-            directive = parse_comment(comment)
-            if directive is None:
+            if parse_comment(comment) is None:
                 continue
             text = lines[line - 1] if 0 < line <= len(lines) else ""
-            where = _Where(path, line, column, text, directive)
+            where = _Where(path, line, column, text, comment)
             yield from where.check(suppressions.used.get((path, line), set()), settings)
 
 
 class _Where:
     """One directive in a file, and the findings about it."""
 
-    def __init__(self, path: str, line: int, column: int, text: str, directive: Directive):
+    def __init__(self, path: str, line: int, column: int, text: str, comment: str):
         self.path, self.line, self.column, self.text = path, line, column, text
+        self.comment = comment  # the comment token, from its ``#``
+        directive = parse_comment(comment)
+        assert directive is not None
         self.directive = directive
 
     def check(self, used: set[str], settings: Settings) -> Iterator[Finding]:
         directive = self.directive
-        written = self.text[self.column + directive.start : self.column + directive.end]
+        written = self.comment[directive.start : directive.end]
         if directive.malformed:
             fix = None
-            if directive.codes:
-                first = directive.codes[0]
-                fix = Fix("safe", "add the colon", (self._edit(6, first.start, ": "),))
-                fix = fix if written.lower().startswith("# noqa") else None
+            if directive.codes and written.lower().startswith("# noqa"):
+                first = directive.codes[0].start
+                text = f"{self.comment[:first].rstrip()}: {self.comment[first:]}"
+                fix = self._fix(text, "add the colon")
             yield self._finding(
                 MALFORMED, f"`{written}` is malformed: it silences nothing",
                 "write `# noqa: SG101, SG102` (a colon after noqa, then the codes)", fix,
@@ -156,7 +157,7 @@ class _Where:
         if directive.blanket and directive.kind == "ignore" and not used:
             yield self._finding(
                 UNUSED, f"`{written}` silences nothing here", "remove it",
-                self._removal(list(directive.codes), "remove the unused suppression"),
+                self._removal([], "remove the unused suppression"),
             )  # fmt: skip
         unused = [code for code in known if code.upper not in used]
         if unused:
@@ -183,34 +184,27 @@ class _Where:
             suppressible_at=((self.path, self.line, self.line),),
         )  # fmt: skip
 
-    def _edit(self, start: int, end: int, text: str) -> Edit:
-        """Replace the directive's columns ``start:end`` (0-based, in the comment) by ``text``."""
-        base = self.column + self.directive.start + 1
-        return Edit(Span(self.line, base + start, self.line, base + end), text)
+    def _fix(self, comment: str, description: str) -> Fix:
+        """A fix making ``comment`` the line's comment (``""``: none), a LibCST codemod."""
+        alone = not self.text[: self.column].strip()
+        codemod = "set-comment-line" if alone else "set-comment"
+        span = Span(self.line, self.column + 1, self.line, self.column + len(self.comment) + 1)
+        return Fix("safe", description, codemod, span, (comment,))
 
     def _removal(self, codes: list[Code], description: str) -> Fix:
         """Remove ``codes`` from the directive, or the whole directive when none is left
         (and the whole comment when nothing else is in it)."""
-        directive = self.directive
+        directive, comment = self.directive, self.comment
         left = [code for code in directive.codes if code not in codes]
         if left:
-            first, last = directive.codes[0], directive.codes[-1]
+            first, last = directive.codes[0].start, directive.codes[-1].end
             kept = ", ".join(code.text for code in left)
-            return Fix("safe", description, (self._edit(first.start, last.end, kept),))
-        start = self.column + directive.start
-        end = self.column + directive.end
-        rest = "" if directive.reason is not None else self.text[end:]
-        if rest.strip() and directive.start == 0:  # "# noqa: SG101 note" -> "# note"
-            while end < len(self.text) and self.text[end] in " \t":
-                end += 1
-            replacement = "# "
-        else:  # the directive, its reason, and the blanks before it go
-            end = len(self.text) if not rest.strip() else end
-            while start > 0 and self.text[start - 1] in " \t":
-                start -= 1
-            replacement = ""
-        span = Span(self.line, start + 1, self.line, end + 1)
-        return Fix("safe", description, (Edit(span, replacement),))
+            return self._fix(comment[:first] + kept + comment[last:], description)
+        before = comment[: directive.start].rstrip()
+        after = "" if directive.reason is not None else comment[directive.end :].strip()
+        if not before:  # "# noqa: SG101 note" -> "# note"
+            return self._fix(f"# {after}" if after else "", description)
+        return self._fix(f"{before} {after}" if after else before, description)
 
 
 def _reasons_required(settings: Settings) -> bool:
