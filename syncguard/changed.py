@@ -40,7 +40,10 @@ def lint_changed(paths: Sequence[str], root: Path, **options: Any) -> LintResult
         relative = relative_to(path, root)
         assert relative is not None  # in_project() checked
         named.append(os.path.normpath(os.path.join(top, relative)))
-    result = lint_files([top, *named], **options)
+    given = options.pop("sources", None) or {}  # text given for some named files (stdin)
+    renamed = dict(zip(paths, named, strict=True))
+    sources = {renamed.get(path, path): text for path, text in given.items()}
+    result = lint_files([top, *named], sources=sources, **options)
     targets = set(named)
 
     def touches(finding: Finding) -> bool:

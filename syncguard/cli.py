@@ -12,9 +12,10 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TextIO
 
 import click
 
@@ -49,49 +50,91 @@ def cli(ctx: click.Context) -> None:
 # ---------------------------------------------------------------- check
 
 
+def _analysis_options(command: Callable[..., Any]) -> Callable[..., Any]:
+    """The options that decide what a run finds (``check`` and ``baseline`` share them)."""
+    for option in reversed(_ANALYSIS_OPTIONS):
+        command = option(command)
+    return command
+
+
+_ANALYSIS_OPTIONS = [
+    click.option("--select", help="comma list of codes or prefixes to report (SG1,SG201)"),
+    click.option("--ignore", help="comma list of codes or prefixes not to report"),
+    click.option(
+        "--hot",
+        multiple=True,
+        metavar="PATTERN",
+        help="glob over qualified names (pkg.mod.Class.method) of extra hot functions; repeatable",
+    ),
+    click.option(
+        "--scope",
+        type=click.Choice(("hot", "all")),
+        help="hot (default): only hot paths; all: also elsewhere, as warnings",
+    ),
+    click.option("--config", metavar="FILE", help="pyproject.toml to read [tool.syncguard] from"),
+    click.option(
+        "--require-reason",
+        is_flag=True,
+        help="a suppression without `-- reason` is a finding (SG004); also: require-reason = true",
+    ),
+    click.option(
+        "--jobs",
+        "-j",
+        type=click.IntRange(min=1),
+        metavar="N",
+        help="analyse files in N processes (default: the number of CPU cores)",
+    ),
+    click.option("--no-cache", is_flag=True, help="neither read nor write the cache"),
+    click.option(
+        "--cache-dir",
+        metavar="DIR",
+        help="cache folder (default: .syncguard_cache beside the config file, or in the current "
+        "directory)",
+    ),
+    click.option(
+        "--no-project",
+        is_flag=True,
+        help="lint only the named files; by default, files named inside a project (the config "
+        "file's folder, else the git root) are linted with the whole project as their context",
+    ),
+]
+
+
 @cli.command(
     epilog="Exit codes: 0 no findings, 1 findings, 2 usage or config error, or a file that "
     "could not be analysed."
 )
 @click.argument("paths", nargs=-1, type=click.Path(), metavar="[PATH]...")
+@_analysis_options
 @click.option(
     "--output-format",
     type=click.Choice(OUTPUT_FORMATS),
     help="full (default on a terminal), concise, json, sarif or github",
 )
-@click.option("--select", help="comma list of codes or prefixes to report (SG1,SG201)")
-@click.option("--ignore", help="comma list of codes or prefixes not to report")
-@click.option(
-    "--hot", multiple=True, metavar="PATTERN",
-    help="glob over qualified names (pkg.mod.Class.method) of extra hot functions; repeatable",
-)  # fmt: skip
-@click.option(
-    "--scope", type=click.Choice(("hot", "all")),
-    help="hot (default): only hot paths; all: also elsewhere, as warnings",
-)  # fmt: skip
-@click.option("--config", metavar="FILE", help="pyproject.toml to read [tool.syncguard] from")
-@click.option(
-    "--require-reason", is_flag=True,
-    help="a suppression without `-- reason` is a finding (SG004); also: require-reason = true",
-)  # fmt: skip
 @click.option("--exit-zero", is_flag=True, help="exit 0 even with findings")
 @click.option("--statistics", is_flag=True, help="count findings per rule")
 @click.option("--no-color", is_flag=True, help="never use colours (also: NO_COLOR=1)")
 @click.option(
-    "--jobs", "-j", type=click.IntRange(min=1), metavar="N",
-    help="analyse files in N processes (default: the number of CPU cores)",
-)  # fmt: skip
-@click.option("--no-cache", is_flag=True, help="neither read nor write the cache")
+    "--output-file", "-o", metavar="FILE", help="write the report to FILE instead of stdout"
+)
+@click.option("--quiet", "-q", is_flag=True, help="print the findings and nothing else")
 @click.option(
-    "--cache-dir", metavar="DIR",
-    help="cache folder (default: .syncguard_cache beside the config file, or in the current "
-    "directory)",
+    "--stdin-filename", metavar="NAME",
+    help="with PATH `-`: lint the source read from stdin as the file NAME",
 )  # fmt: skip
 @click.option(
-    "--no-project", is_flag=True,
-    help="lint only the named files; by default, files named inside a project (the config "
-    "file's folder, else the git root) are linted with the whole project as their context",
+    "--baseline", metavar="FILE",
+    help="report only findings not in FILE (written by `syncguard baseline`)",
 )  # fmt: skip
+@click.option(
+    "--fail-on-stale", is_flag=True,
+    help="with --baseline: exit 1 when baseline entries match no finding any more",
+)  # fmt: skip
+@click.option(
+    "--add-noqa", is_flag=True,
+    help="add a `# noqa: CODE` comment for every finding instead of reporting them",
+)  # fmt: skip
+@click.option("--reason", metavar="TEXT", help="with --add-noqa: the `-- TEXT` reason to add")
 @click.option("--fix", is_flag=True, help="apply safe fixes to the files")
 @click.option(
     "--unsafe-fixes", is_flag=True,
@@ -134,28 +177,49 @@ def _error(message: str) -> int:
     return EXIT_ERROR
 
 
-def _run_check(args: argparse.Namespace) -> int:
-    from syncguard.config import ConfigError, check_selectors, find_config, load, parse_codes
-    from syncguard.reporting import WRITERS, summary, write_statistics
+def _settings(args: argparse.Namespace) -> Settings:
+    """The run's settings: the config file's, with the command line's options; raises
+    ConfigError."""
+    from syncguard.config import check_selectors, find_config, load, parse_codes
     from syncguard.rules import all_rules
 
+    config_path = Path(args.config) if args.config else find_config(Path.cwd())
+    settings = load(config_path)
+    overrides = {
+        "select": parse_codes(args.select, "--select") if args.select else None,
+        "ignore": parse_codes(args.ignore, "--ignore") if args.ignore else None,
+        "scope": args.scope,
+        "require_reason": args.require_reason or None,
+        "hot_functions": (*settings.hot_functions, *args.hot) if args.hot else None,
+    }
+    settings = settings.with_overrides(**overrides)
+    check_selectors(settings, list(all_rules()))
+    return settings
+
+
+@contextmanager
+def _report_stream(args: argparse.Namespace) -> Iterator[TextIO]:
+    """stdout, or the ``--output-file`` (its folder created); raises OSError."""
+    if not args.output_file:
+        yield sys.stdout
+        return
+    target = Path(args.output_file)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with open(target, "w", encoding="utf-8", newline="\n") as stream:
+        yield stream
+
+
+def _run_check(args: argparse.Namespace) -> int:
+    from syncguard.config import ConfigError
+    from syncguard.diagnostics import UnanalysableFile, problem_findings
+    from syncguard.reporting import WRITERS, summary, write_statistics
+
     try:
-        if args.config:
-            config_path: Path | None = Path(args.config)
-        else:
-            config_path = find_config(Path.cwd())
-        settings = load(config_path)
-        overrides = {
-            "select": parse_codes(args.select, "--select") if args.select else None,
-            "ignore": parse_codes(args.ignore, "--ignore") if args.ignore else None,
-            "scope": args.scope,
-            "require_reason": args.require_reason or None,
-            "hot_functions": (*settings.hot_functions, *args.hot) if args.hot else None,
-        }
-        settings = settings.with_overrides(**overrides)
-        check_selectors(settings, list(all_rules()))
+        settings = _settings(args)
     except ConfigError as error:
         return _error(str(error))
+    if args.stdin_filename and args.paths != ["-"]:
+        return _error("--stdin-filename needs the path `-` (the source is read from stdin)")
 
     if args.diff:
         return _diff(args, settings)
@@ -177,24 +241,81 @@ def _run_check(args: argparse.Namespace) -> int:
         )
     else:
         result = _lint(args, settings)
+    stale = _apply_baseline(args, settings, result)
+    if isinstance(stale, int):
+        return stale
+    if args.add_noqa:
+        return _add_noqa(args, result)
     output_format = args.output_format or ("full" if sys.stdout.isatty() else "concise")
-    color = sys.stdout.isatty() and not args.no_color and "NO_COLOR" not in os.environ
-    WRITERS[output_format](result.findings, result.rules, sys.stdout, color)
-    if args.statistics:
-        write_statistics(result.findings, result.rules, sys.stdout)
-    for problem in result.problems:
-        sys.stderr.write(f"{problem}\n")
+    entries = sorted(
+        [*result.findings, *problem_findings(result.problems)], key=lambda f: f.sort_key
+    )
+    rules = {**result.rules, UnanalysableFile.code: UnanalysableFile}
+    try:
+        with _report_stream(args) as out:
+            color = out.isatty() and not args.no_color and "NO_COLOR" not in os.environ
+            if args.statistics:
+                write_statistics(entries, rules, out, output_format in ("json", "sarif"))
+            else:
+                WRITERS[output_format](entries, rules, out, color)
+            if output_format in ("full", "concise") and not args.quiet:
+                out.write(summary(result.findings, result.files, len(result.problems)) + "\n")
+                if fix_note:
+                    out.write(fix_note + "\n")
+    except OSError as error:
+        return _error(f"{args.output_file}: cannot write the report: {error.strerror or error}")
+    if output_format not in ("full", "concise") or args.output_file:
+        for problem in result.problems:  # also where people read while tools read stdout
+            sys.stderr.write(f"{problem}\n")
     for warning in result.warnings:
         sys.stderr.write(f"syncguard: warning: {warning}\n")
-    if output_format in ("full", "concise"):
-        sys.stdout.write(summary(result.findings, result.files) + "\n")
-        if fix_note:
-            sys.stdout.write(fix_note + "\n")
+    if not args.quiet:
+        for key in stale:
+            sys.stderr.write(f"syncguard: stale baseline entry (nothing matches it): {key}\n")
     if result.problems:
         return EXIT_ERROR
     if result.findings and not args.exit_zero:
         return EXIT_FINDINGS
+    if stale and args.fail_on_stale:
+        return EXIT_FINDINGS
     return EXIT_CLEAN
+
+
+def _apply_baseline(
+    args: argparse.Namespace, settings: Settings, result: LintResult
+) -> list[Any] | int:
+    """With ``--baseline``: drop the findings it holds from ``result``; returns the stale
+    entries, or the exit code when the baseline cannot be read."""
+    if not args.baseline:
+        return []
+    from syncguard.baseline import BaselineError, apply, load
+    from syncguard.workspace import project_root
+
+    try:
+        keys = load(args.baseline)
+    except BaselineError as error:
+        return _error(str(error))
+    applied = apply(result.findings, keys, project_root(settings) or Path.cwd(), args.paths)
+    result.findings = applied.new
+    return list(applied.stale)
+
+
+def _add_noqa(args: argparse.Namespace, result: LintResult) -> int:
+    """``--add-noqa``: write suppression comments for the findings of ``result``."""
+    from syncguard.fixes import FixRun, write_fixes
+    from syncguard.noqa import add_noqa
+
+    changed, lines = add_noqa(result.findings, args.reason)
+    run = FixRun(
+        original={path: old for path, (old, _) in changed.items()},
+        fixed={path: new for path, (_, new) in changed.items()},
+    )
+    errors = write_fixes(run)
+    for message in [*errors, *map(str, result.problems)]:
+        sys.stderr.write(f"{message}\n")
+    if not args.quiet:
+        sys.stdout.write(f"Added suppression comments to {lines} lines in {len(changed)} files.\n")
+    return EXIT_ERROR if errors or result.problems else EXIT_CLEAN
 
 
 def progress_bar(output_format: str | None) -> ProgressBar | None:
@@ -216,16 +337,20 @@ def _lint(args: argparse.Namespace, settings: Settings) -> LintResult:
 
     root = None if args.no_project else project_root(settings)
     progress = progress_bar(args.output_format)
+    paths = args.paths
     try:
-        options = {
+        options: dict[str, Any] = {
             "settings": settings,
             "jobs": args.jobs or _default_jobs(),
             "cache_dir": _cache_dir(args, settings, root),
             "progress": progress,
         }
-        if root is not None and in_project(args.paths, root):
-            return lint_changed(args.paths, root, **options)
-        return lint_files(args.paths, **options)
+        if paths == ["-"]:  # the source on stdin, linted as --stdin-filename
+            paths = [os.path.normpath(args.stdin_filename or "stdin.py")]
+            options["sources"] = {paths[0]: sys.stdin.read()}
+        if root is not None and in_project(paths, root):
+            return lint_changed(paths, root, **options)
+        return lint_files(paths, **options)
     finally:
         if progress is not None:
             progress.close()
@@ -242,6 +367,41 @@ def _diff(args: argparse.Namespace, settings: Settings) -> int:
     if run.fixed:
         return EXIT_FINDINGS
     return EXIT_ERROR if run.result.problems else EXIT_CLEAN
+
+
+# ---------------------------------------------------------------- baseline
+
+
+@cli.command()
+@click.argument("paths", nargs=-1, type=click.Path(), metavar="[PATH]...")
+@_analysis_options
+@click.option(
+    "--output", "-o", required=True, metavar="FILE",
+    help="the baseline file to write (JSON; commit it, then `check --baseline FILE`)",
+)  # fmt: skip
+def baseline(**params: Any) -> int:
+    """Record the current findings of PATHS (default: .) so that `syncguard check
+    --baseline FILE` reports only new ones: adopt syncguard on a tree with findings."""
+    from syncguard.baseline import dumps, finding_keys
+    from syncguard.config import ConfigError
+    from syncguard.workspace import project_root
+
+    args = argparse.Namespace(**params, output_format=None)
+    args.paths = list(args.paths) or ["."]
+    try:
+        settings = _settings(args)
+    except ConfigError as error:
+        return _error(str(error))
+    result = _lint(args, settings)
+    for problem in result.problems:
+        sys.stderr.write(f"{problem}\n")
+    keys = finding_keys(result.findings, project_root(settings) or Path.cwd())
+    try:
+        Path(args.output).write_text(dumps(keys), encoding="utf-8")
+    except OSError as error:
+        return _error(f"{args.output}: cannot write the baseline: {error.strerror or error}")
+    sys.stdout.write(f"Wrote {len(keys)} findings to {args.output}.\n")
+    return EXIT_ERROR if result.problems else EXIT_CLEAN
 
 
 # ---------------------------------------------------------------- rule

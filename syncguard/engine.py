@@ -126,7 +126,9 @@ def lint_files(
     settings = settings or Settings()
     rule_classes = all_rules()
     result = LintResult(rules=rule_classes)
-    files, unlintable = discover(paths, settings.exclude)
+    given = sources or {}  # paths whose text is given need not exist (stdin)
+    files, unlintable = discover([p for p in paths if p not in given], settings.exclude)
+    files = sorted({*files, *(path for path in paths if path in given)})
     for path, message in unlintable:
         result.problems.append(Problem(path, 1, 1, message))
     result.files = len(files)
