@@ -138,3 +138,21 @@ def test_fix_hook_rewrites_the_staged_file(repo: Path) -> None:
     assert "self.buf[0:1] = 0" in (repo / "buffers.py").read_text()
     git(repo, "add", "-A")
     assert pre_commit(repo, "syncguard-fix").returncode == 0
+
+
+def test_documented_snippets_name_real_hooks_and_the_release_tag() -> None:
+    from syncguard._version import __version__
+
+    hook_ids = {
+        hook["id"] for hook in yaml.safe_load((REPO / ".pre-commit-hooks.yaml").read_text())
+    }
+    for doc in (REPO / "docs" / "ci.md", REPO / "README.md"):
+        text = doc.read_text()
+        assert f"rev: v{__version__}\n" in text, doc
+        assert set(re_ids(text)) <= hook_ids and "syncguard" in re_ids(text), doc
+
+
+def re_ids(text: str) -> list[str]:
+    import re
+
+    return re.findall(r"- id: ([\w-]+)", text)
