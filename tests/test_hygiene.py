@@ -154,7 +154,10 @@ def test_ruff_keeps_syncguard_noqa_with_external_setting(tmp_path: Path) -> None
     """ruff's noqa checks (RUF100 did it in older ruff releases, RUF102 in
     current ones) delete `# noqa: SG101` with `--fix` unless `[tool.ruff.lint] external =
     ["SG"]` says the code is another tool's."""
-    source = "def step(x):\n    return x.item()  # noqa: SG101\n"
+    source = (
+        "def step(x):\n    return x.item()  # noqa: SG101\n\n\n"
+        "def g(x):\n    return x.item()  # the count  # noqa: SG101 -- legacy, see #12\n"
+    )
 
     def after_ruff(config: str) -> str:
         (tmp_path / "pyproject.toml").write_text(config)
@@ -166,7 +169,9 @@ def test_ruff_keeps_syncguard_noqa_with_external_setting(tmp_path: Path) -> None
         )  # fmt: skip
         return (tmp_path / "m.py").read_text()
 
-    assert after_ruff("[tool.ruff.lint]\n") == "def step(x):\n    return x.item()\n"
+    assert after_ruff("[tool.ruff.lint]\n") == (
+        "def step(x):\n    return x.item()\n\n\ndef g(x):\n    return x.item()  # the count\n"
+    )
     assert after_ruff('[tool.ruff.lint]\nexternal = ["SG"]\n') == source
 
 
