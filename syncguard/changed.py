@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -49,7 +50,32 @@ def lint_changed(paths: Sequence[str], root: Path, **options: Any) -> LintResult
     def touches(finding: Finding) -> bool:
         return finding.path in targets or any(step.path in targets for step in finding.chain)
 
-    result.findings = [finding for finding in result.findings if touches(finding)]
-    result.problems = [problem for problem in result.problems if problem.path in targets]
+    result.findings = [_as_typed(finding) for finding in result.findings if touches(finding)]
+    result.problems = [
+        replace(problem, path=_relative(problem.path))
+        for problem in result.problems
+        if problem.path in targets
+    ]
     result.files = len(targets)
     return result
+
+
+def _relative(path: str) -> str:
+    """``path`` (as the walk from the project root names it) relative to the working
+    directory, as a user types it: ``pkg/model.py`` rather than ``../src/pkg/model.py``."""
+    return os.path.relpath(path) if path.startswith("..") else path
+
+
+def _as_typed(finding: Finding) -> Finding:
+    if not finding.path.startswith("..") and not any(
+        step.path.startswith("..") for step in finding.chain
+    ):
+        return finding  # the usual case: run from the project root
+    return replace(
+        finding,
+        path=_relative(finding.path),
+        chain=tuple(replace(step, path=_relative(step.path)) for step in finding.chain),
+        suppressible_at=tuple(
+            (_relative(path), first, last) for path, first, last in finding.suppressible_at
+        ),
+    )

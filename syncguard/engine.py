@@ -127,10 +127,11 @@ def lint_files(
     rule_classes = all_rules()
     result = LintResult(rules=rule_classes)
     given = sources or {}  # paths whose text is given need not exist (stdin)
-    files, unlintable = discover([p for p in paths if p not in given], settings.exclude)
+    files, unlintable = discover([p for p in paths if p not in given], settings)
     files = sorted({*files, *(path for path in paths if path in given)})
-    for path, message in unlintable:
-        result.problems.append(Problem(path, 1, 1, message))
+    for path, located in unlintable:
+        result.problems.append(Problem(path, located.line, located.column, located.message))
+    result.warnings.extend(settings.notes())
     result.files = len(files)
     cache = Cache(Path(cache_dir)) if cache_dir is not None else None
     rules = [rule_class() for rule_class in rule_classes.values()]

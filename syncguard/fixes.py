@@ -5,7 +5,7 @@ LibCST codemod of :mod:`syncguard.codemods` and the span of the node it rewrites
 costs nothing while linting (LibCST is imported only when a fix is applied or
 previewed). :func:`fix_paths` applies the fixes of a lint run in memory and re-lints the
 edited text until nothing more changes, so that a second ``--fix`` is a no-op;
-:func:`write_fixes` writes the results.
+:func:`write_fixes` writes the results (see :mod:`syncguard.writing`).
 """
 
 from __future__ import annotations
@@ -13,15 +13,19 @@ from __future__ import annotations
 import ast
 import difflib
 import io
+import os
+import time
 import tokenize
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from syncguard.config import Settings
 from syncguard.engine import LintResult, lint_files
 from syncguard.facts import Edit, Fix
-from syncguard.reading import Unreadable, read_source
+from syncguard.reading import Unreadable, decode
 from syncguard.rule import Context
+from syncguard.writing import Skipped, linted_roots, replace_file, target_of
 
 SAFE = "safe"
 UNSAFE = "unsafe"
@@ -94,6 +98,10 @@ def fix_edits(source: str, fix: Fix) -> tuple[Edit, ...]:
 
 # --------------------------------------------------------------- whole runs
 
+# A file written this shortly before a run began may have changed after the lint read it
+# (file times are coarse): its fixes are then re-derived from the text read for fixing.
+_RECENT_NS = 1_000_000_000
+
 
 @dataclass
 class FixRun:
@@ -101,8 +109,10 @@ class FixRun:
 
     original: dict[str, str] = field(default_factory=dict)  # path -> text before fixing
     fixed: dict[str, str] = field(default_factory=dict)  # path -> text after fixing
+    read: dict[str, bytes] = field(default_factory=dict)  # path -> bytes the text came from
     applied: int = 0  # fixes applied, over all passes
     result: LintResult = field(default_factory=LintResult)  # lint of the fixed text
+    roots: tuple[str, ...] = ()  # the real folders linted: writes stay inside them
 
 
 def allowed(fix: Fix | None, unsafe: bool) -> bool:
@@ -115,64 +125,103 @@ def fix_paths(
     settings: Settings | None = None,
     scope: str | None = None,
     unsafe: bool = False,
+    jobs: int = 1,
+    cache_dir: str | os.PathLike[str] | None = None,
+    progress: Callable[[int, int], None] | None = None,
 ) -> FixRun:
     """Lint ``paths``, apply the allowed fixes in memory, re-lint until stable."""
-    run = FixRun()
-    result = lint_files(paths, settings=settings, scope=scope)
+    run = FixRun(roots=linted_roots(paths))
+    options: dict[str, Any] = {"settings": settings, "scope": scope, "jobs": jobs}
+    options["cache_dir"] = cache_dir
+    started = time.time_ns()
+    result = lint_files(paths, progress=progress, **options)
+    if _read(run, _fixes_by_path(result, unsafe), started):
+        result = lint_files(paths, sources=run.original, **options)
     for _ in range(MAX_PASSES):
-        by_path: dict[str, list[Fix]] = {}
-        for finding in result.findings:
-            if allowed(finding.fix, unsafe):
-                assert finding.fix is not None
-                by_path.setdefault(finding.path, []).append(finding.fix)
+        by_path = _fixes_by_path(result, unsafe)
+        _read(run, by_path, started)
         changed = False
         for path, fixes in sorted(by_path.items()):
-            source = run.fixed.get(path)
+            source = run.fixed.get(path, run.original.get(path))
             if source is None:
-                source = _read(path)
-                if source is None:
-                    continue
+                continue  # unreadable: the lint run reports it
             new, count = apply_fixes(source, fixes)
             if count and new != source:
-                run.original.setdefault(path, source)
                 run.fixed[path] = new
                 run.applied += count
                 changed = True
         if not changed:
             break
-        result = lint_files(paths, settings=settings, scope=scope, sources=run.fixed)
+        result = lint_files(paths, sources={**run.original, **run.fixed}, **options)
+    for path in list(run.original):
+        if path not in run.fixed:
+            del run.original[path], run.read[path]
     run.result = result
     return run
 
 
-def _read(path: str) -> str | None:
-    try:
-        return read_source(path)
-    except Unreadable:  # the lint run reports it
-        return None
+def _fixes_by_path(result: LintResult, unsafe: bool) -> dict[str, list[Fix]]:
+    by_path: dict[str, list[Fix]] = {}
+    for finding in result.findings:
+        if finding.fix is not None and allowed(finding.fix, unsafe):
+            by_path.setdefault(finding.path, []).append(finding.fix)
+    return by_path
+
+
+def _read(run: FixRun, paths: Iterable[str], started_ns: int) -> bool:
+    """Read the files of ``paths`` not read yet; True when one of them was written so
+    shortly before ``started_ns`` (or after) that the lint may have seen other text."""
+    recent = False
+    for path in paths:
+        if path in run.read:
+            continue
+        try:
+            with open(path, "rb") as handle:
+                status = os.fstat(handle.fileno())
+                data = handle.read()
+            run.original[path] = decode(data)
+        except (OSError, Unreadable):
+            continue
+        run.read[path] = data
+        recent = recent or max(status.st_mtime_ns, status.st_ctime_ns) > started_ns - _RECENT_NS
+    return recent
 
 
 def write_fixes(run: FixRun) -> list[str]:
-    """Write the fixed files in their own encoding; returns located error messages."""
+    """Write the fixed files (in their own encoding, each atomically); returns a located
+    message for each file not written."""
     errors: list[str] = []
+    written: set[str] = set()
     for path, text in sorted(run.fixed.items()):
         try:
-            with open(path, "rb") as handle:
-                encoding, _ = tokenize.detect_encoding(io.BytesIO(handle.read()).readline)
-            data = text.encode(encoding)
-            with open(path, "wb") as handle:
-                handle.write(data)
+            target = target_of(path, run.roots)
+            if target in written:
+                continue  # another name of a file just written (a symlink in the tree)
+            encoding, _ = tokenize.detect_encoding(io.BytesIO(run.read[path]).readline)
+            replace_file(target, text.encode(encoding), run.read[path])
+            written.add(target)
+        except Skipped as skipped:
+            errors.append(f"{path}:1:1: {skipped}")
         except (OSError, SyntaxError, UnicodeError, LookupError) as error:
-            errors.append(f"{path}:1:1: cannot write the fixed file: {error}")
+            reason = error.strerror if isinstance(error, OSError) and error.strerror else error
+            errors.append(f"{path}:1:1: cannot write the fixed file: {reason}; left as it was")
     return errors
 
 
+def _diff_lines(text: str) -> list[str]:
+    """``text`` cut after each ``\\n``, as ``git apply`` reads a file (``str.splitlines``
+    also cuts at form feeds, U+2028 and others, which would make hunks git refuses)."""
+    lines = text.split("\n")
+    return [line + "\n" for line in lines[:-1]] + ([lines[-1]] if lines[-1] else [])
+
+
 def unified_diff(original: Mapping[str, str], fixed: Mapping[str, str]) -> str:
-    """A unified diff of every changed file, paths prefixed ``a/`` and ``b/``."""
+    """A unified diff of every changed file, paths prefixed ``a/`` and ``b/``, that
+    ``git apply`` and ``patch -p1`` accept."""
     chunks: list[str] = []
     for path in sorted(fixed):
-        before = original[path].splitlines(keepends=True)
-        after = fixed[path].splitlines(keepends=True)
+        before = _diff_lines(original[path])
+        after = _diff_lines(fixed[path])
         for line in difflib.unified_diff(before, after, f"a/{path}", f"b/{path}"):
             chunks.append(
                 line if line.endswith("\n") else f"{line}\n\\ No newline at end of file\n"

@@ -210,7 +210,10 @@ class _Where:
 def _reasons_required(settings: Settings) -> bool:
     """``require-reason`` is on, or SG004 is selected by its full code (it is the only
     rule that a prefix such as the default ``SG`` does not turn on)."""
-    return settings.require_reason or NO_REASON in settings.select
+    chosen = list(settings.select)
+    if settings.command_line is not None:
+        chosen += [*(settings.command_line.select or ()), *settings.command_line.extend_select]
+    return settings.require_reason or NO_REASON in chosen
 
 
 _LOOK_ALIKE = str.maketrans("OQDILZSB", "00011258")

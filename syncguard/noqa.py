@@ -12,11 +12,15 @@ line ends in a backslash (no comment can go there).
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from syncguard.facts import Fix, Span, source_lines
 from syncguard.project import Finding
-from syncguard.reading import Unreadable, read_source
+from syncguard.reading import Unreadable, decode, read_bytes, read_source
 from syncguard.suppression import comments, parse_comment
+
+if TYPE_CHECKING:
+    from syncguard.fixes import FixRun
 
 
 def _target_line(finding: Finding, lines: Sequence[str]) -> int:
@@ -73,21 +77,22 @@ def noqa_fixes(findings: Sequence[Finding], reason: str | None = None) -> dict[s
 
 
 def add_noqa(
-    findings: Sequence[Finding], reason: str | None = None
-) -> tuple[dict[str, tuple[str, str]], int]:
-    """Path -> (text before, text after) for every file that gets suppression comments,
-    and how many lines got one."""
-    from syncguard.fixes import apply_fixes
+    findings: Sequence[Finding], reason: str | None, roots: tuple[str, ...]
+) -> tuple[FixRun, int]:
+    """The files that get suppression comments, as a fix run to write (``roots``: the real
+    folders it may write in), and how many lines got one."""
+    from syncguard.fixes import FixRun, apply_fixes
 
-    changed: dict[str, tuple[str, str]] = {}
+    run = FixRun(roots=roots)
     lines = 0
     for path, fixes in noqa_fixes(findings, reason).items():
         try:
-            source = read_source(path)
+            data = read_bytes(path)
+            source = decode(data)
         except Unreadable:
             continue
         new, count = apply_fixes(source, fixes)
         if count and new != source:
-            changed[path] = (source, new)
+            run.original[path], run.fixed[path], run.read[path] = source, new, data
             lines += count
-    return changed, lines
+    return run, lines

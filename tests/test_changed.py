@@ -58,7 +58,7 @@ def test_a_named_file_is_linted_with_its_project(tmp_path: Path, monkeypatch, ca
     assert check("pkg/helpers.py", "--no-project", capsys=capsys) == (0, [])
     # from a subfolder, paths as typed from there
     monkeypatch.chdir(tmp_path / "pkg")
-    assert check("helpers.py", capsys=capsys) == (1, [("../pkg/model.py", 8)])
+    assert check("helpers.py", capsys=capsys) == (1, [("model.py", 8)])
 
 
 def test_no_project_without_config_or_checkout(tmp_path: Path, monkeypatch, capsys) -> None:

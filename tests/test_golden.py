@@ -1,6 +1,7 @@
 """Golden outputs: every output format on fixtures/adoption, which has a finding through a
-helper of another module, a fixable one, an unused suppression and a file that does not
-parse (added to a copy). ``SYNCGUARD_UPDATE_GOLDEN=1 python -m pytest tests/test_golden.py`` rewrites them."""
+helper of another module, a fixable one and an unused suppression, plus a file that does
+not parse (added to a copy: fixtures/ holds only files that parse).
+``SYNCGUARD_UPDATE_GOLDEN=1 python -m pytest tests/test_golden.py`` rewrites them."""
 
 from __future__ import annotations
 
