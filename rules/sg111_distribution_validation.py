@@ -27,6 +27,7 @@ class DistributionValidationSync(Rule):
     """
 
     code = "SG111"
+    sweep_ops = ("extra:distributions.Categorical",)
     name = "distribution-validation-sync"
     message = "building a distribution validates its arguments on the host: it waits for the GPU"
     tokens = ("distributions",)

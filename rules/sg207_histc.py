@@ -21,6 +21,7 @@ class HistcSync(Rule):
     """
 
     code = "SG207"
+    sweep_ops = ("histc",)
     name = "histc-sync"
     message = "`histc` with default bounds reads the data's min and max on the host"
     tokens = ("histc",)

@@ -20,6 +20,7 @@ class OneHotSync(Rule):
     """
 
     code = "SG208"
+    sweep_ops = ("nn.functional.one_hot",)
     name = "one-hot-sync"
     message = "`one_hot` without `num_classes` reads the largest index on the host"
     tokens = ("one_hot",)
