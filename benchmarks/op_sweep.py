@@ -69,6 +69,7 @@ class Case:
     call: str  # e.g. "torch.linalg.eig(t0)"; "" when it cannot be written as source
     features: list[str]
     run: Callable[[], object]
+    tensors: tuple[Any, ...] = ()  # the tensors the call names t0, t1, ..., in that order
 
 
 @dataclass
@@ -80,7 +81,7 @@ class Unit:
     spelling: str  # "torch.norm", ".to_sparse" (a method), "" when unknown
     aliases: list[str]
     dtype: str
-    cases: Callable[[], list[Case]]
+    cases: Callable[..., list[Case]]  # OpInfo units take ``limit``: the samples to build
     meta: dict[str, Any] = field(default_factory=dict)
 
 
@@ -152,6 +153,17 @@ class Renderer:
         self.renderable = False
         features.append(f"{label}:{type(value).__name__}")
         return f"<{type(value).__name__}>"
+
+
+def tensors_in(values: Any) -> list[Any]:
+    """The tensors of ``values`` (nested lists and tuples) in the order ``describe`` names them."""
+    import torch
+
+    if isinstance(values, torch.Tensor):
+        return [values]
+    if isinstance(values, (list, tuple)):
+        return [tensor for value in values for tensor in tensors_in(value)]
+    return []
 
 
 def describe(spelling: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[str, list]:
@@ -226,7 +238,9 @@ def opinfo_units(device: str) -> Iterator[Unit]:
             dtype = _pick_dtype(op, device)
             spelling = _spelling(op.name)
 
-            def cases(op: Any = op, dtype: Any = dtype, spelling: str = spelling) -> list[Case]:
+            def cases(
+                op: Any = op, dtype: Any = dtype, spelling: str = spelling, limit: int = MAX_SAMPLES
+            ) -> list[Case]:
                 import torch
 
                 torch.manual_seed(0)
@@ -234,8 +248,10 @@ def opinfo_units(device: str) -> Iterator[Unit]:
                 for sample in op.sample_inputs(device, dtype, requires_grad=False):
                     args = (sample.input, *sample.args)
                     call, features = describe(spelling, args, dict(sample.kwargs))
-                    found.append(Case(call, features, _bind(op, args, dict(sample.kwargs))))
-                    if len(found) >= MAX_SAMPLES:
+                    kwargs = dict(sample.kwargs)
+                    tensors = tuple(tensors_in([*args, *kwargs.values()]))
+                    found.append(Case(call, features, _bind(op, args, kwargs), tensors))
+                    if len(found) >= limit:
                         break
                 return found
 

@@ -36,7 +36,8 @@ def extra_units(device: str, lib: ModuleType) -> list[Any]:
             found = []
             for args, kwargs in build():
                 call, features = lib.describe(spelling, args, kwargs)
-                found.append(lib.Case(call, features, _late(spelling, func, args, kwargs)))
+                tensors = tuple(lib.tensors_in([*args, *kwargs.values()]))
+                found.append(lib.Case(call, features, _late(spelling, func, args, kwargs), tensors))
             return found
 
         units.append(lib.Unit(f"extra:{name}", "extra", spelling, [], "", cases))
