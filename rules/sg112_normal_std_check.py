@@ -30,7 +30,10 @@ class NormalStdCheckSync(Rule):
     message = "`torch.normal` checks a tensor `std` on the host: it waits for the GPU"
     tokens = ("normal(",)
     sweep_ops = ("normal",)
-    cost = "blocks until all queued GPU work drains (H200, about 20 ms queued)"
+    cost = (
+        "blocks until all queued GPU work drains: 30.22 ms with 30 ms queued; 0.25 ms with a "
+        "Python std (operator sweep, H200)"
+    )
     graph_break = False  # traced as ops under torch.compile: a sync, not a break
 
     VALID = [

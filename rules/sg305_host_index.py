@@ -32,7 +32,10 @@ class HostIndexOnDevice(Rule):
     message = "indexing a device tensor with a host index tensor copies it, blocking"
     tokens = ("[",)
     sweep_ops = ("__getitem__",)
-    cost = "blocks until all queued GPU work drains (H200, about 20 ms queued)"
+    cost = (
+        "blocks until all queued GPU work drains (H200, about 20 ms queued); a list index "
+        "x[[1, 2]]: 30.10 ms with 30 ms queued (operator sweep)"
+    )
 
     VALID = [
         Valid(
