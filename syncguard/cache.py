@@ -50,7 +50,6 @@ from syncguard._version import __version__
 from syncguard.facts import (
     CallSite,
     ClassFacts,
-    Edit,
     FileError,
     FileFacts,
     Fix,
@@ -156,8 +155,7 @@ _KNOWN_FIELDS: dict[type, tuple[str, ...]] = {
         "code", "span", "statement", "message", "suggestion", "value", "in_loop", "fix",
         "requires",
     ),
-    Fix: ("applicability", "description", "edits"),
-    Edit: ("span", "text"),
+    Fix: ("applicability", "description", "codemod", "span", "arguments"),
     Span: ("line", "column", "end_line", "end_column"),
     Value: ("place", "params", "tags"),
     FileError: ("line", "column", "message"),
@@ -179,8 +177,7 @@ def _span(span: Span) -> tuple[int, int, int, int]:
 def _fix(fix: Fix | None) -> tuple[Any, ...] | None:
     if fix is None:
         return None
-    edits = tuple((_span(edit.span), edit.text) for edit in fix.edits)
-    return (fix.applicability, fix.description, edits)
+    return (fix.applicability, fix.description, fix.codemod, _span(fix.span), fix.arguments)
 
 
 def encode_facts(outcome: FileFacts | FileError) -> Payload:
@@ -280,8 +277,8 @@ def _plain(outcome: FileFacts | FileError) -> tuple[Any, ...]:
 def _decode_fix(data: tuple[Any, ...] | None) -> Fix | None:
     if data is None:
         return None
-    applicability, description, edits = data
-    return Fix(applicability, description, tuple(Edit(Span(*s), text) for s, text in edits))
+    applicability, description, codemod, span, arguments = data
+    return Fix(applicability, description, codemod, Span(*span), tuple(arguments))
 
 
 def decode_facts(

@@ -9,17 +9,14 @@ from __future__ import annotations
 
 import ast
 import contextlib
-import fnmatch
 import gc
 import hashlib
-import io
 import marshal
 import multiprocessing as mp
 import os
 import select
 import threading
 import time
-import tokenize
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
@@ -44,11 +41,12 @@ from syncguard.cache import (
 )
 from syncguard.config import Settings
 from syncguard.discovery import discover, module_name
-from syncguard.facts import FileError, FileFacts, source_lines
+from syncguard.facts import FileError, FileFacts
 from syncguard.project import Finding, FunctionId, HotSettings, Project, SourceFile, root_of
+from syncguard.reading import Unreadable, decode, read_bytes, read_source
 from syncguard.rule import Rule
 from syncguard.rules import all_rules
-from syncguard.suppression import ignores_file, parse_line
+from syncguard.suppression import Suppressions, ignores_file
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,34 +73,6 @@ class LintResult:
     warnings: list[str] = field(default_factory=list)  # e.g. a cache that cannot be written
 
 
-def decode(data: bytes) -> str:
-    """Source text of ``data`` (PEP 263 encodings, BOM); raises FileError when impossible."""
-    if b"\0" in data:
-        raise_error = FileError(1, 1, "not a text file (contains NUL bytes): skipped")
-        raise _Unreadable(raise_error)
-    try:
-        encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
-    except SyntaxError as error:
-        if b"coding" in b"\n".join(data.splitlines()[:2]):
-            raise _Unreadable(FileError(1, 1, f"bad encoding declaration: {error}")) from None
-        encoding = "utf-8"  # undecodable bytes: the decode below says where
-    try:
-        return data.decode(encoding)
-    except (UnicodeDecodeError, LookupError) as error:
-        start = getattr(error, "start", 0)
-        line = data[:start].count(b"\n") + 1
-        column = start - (data.rfind(b"\n", 0, start) + 1) + 1
-        raise _Unreadable(
-            FileError(line, column, f"cannot decode as {encoding}: {error}")
-        ) from None
-
-
-class _Unreadable(Exception):
-    def __init__(self, error: FileError) -> None:
-        super().__init__(error.message)
-        self.error = error
-
-
 def analyze_source(
     source: str, module: str, is_package: bool, rules: Sequence[Rule]
 ) -> FileFacts | FileError:
@@ -127,79 +97,11 @@ def analyze_source(
 def analyze_path(path: str, rules: Sequence[Rule]) -> tuple[FileFacts | FileError, str | None]:
     """Facts (or a located error) for the file at ``path``, and its source text."""
     try:
-        with open(path, "rb") as handle:
-            data = handle.read()
-    except OSError as error:
-        return FileError(1, 1, f"cannot read: {error.strerror or error}"), None
-    try:
-        source = decode(data)
-    except _Unreadable as unreadable:
+        source = read_source(path)
+    except Unreadable as unreadable:
         return unreadable.error, None
     module, is_package = module_name(path)
     return analyze_source(source, module, is_package, rules), source
-
-
-def comment_lines(source: str) -> dict[int, str]:
-    """Line number -> comment text, from real comment tokens only."""
-    comments: dict[int, str] = {}
-    try:
-        for token in tokenize.generate_tokens(io.StringIO(source).readline):
-            if token.type == tokenize.COMMENT:
-                comments[token.start[0]] = token.string
-    except (tokenize.TokenError, SyntaxError, IndentationError):
-        pass
-    return comments
-
-
-class _Suppressions:
-    """Suppression comments of the files that have findings, read on demand."""
-
-    def __init__(self, sources: dict[str, str]) -> None:
-        self.sources = sources
-        self.lines: dict[str, list[str]] = {}
-        self.comments: dict[str, dict[int, str]] = {}
-
-    def _comment(self, path: str, line: int) -> str | None:
-        lines = self.lines.get(path)
-        if lines is None:
-            source = self.sources.get(path)
-            if source is None:
-                try:
-                    with open(path, "rb") as handle:
-                        source = decode(handle.read())
-                except (OSError, _Unreadable):
-                    source = ""
-            self.sources[path] = source
-            lines = self.lines[path] = source_lines(source)
-        text = lines[line - 1].lower() if 0 < line <= len(lines) else ""
-        if "noqa" not in text and "syncguard" not in text:
-            return None  # no suppression on this line: spare tokenizing the file
-        comments = self.comments.get(path)
-        if comments is None:
-            comments = self.comments[path] = comment_lines(self.sources[path])
-        return comments.get(line)
-
-    def silences(self, finding: Finding) -> bool:
-        for path, first, last in finding.suppressible_at:
-            for line in {finding.span.line if path == finding.path else first, first, last}:
-                comment = self._comment(path, line)
-                if comment is None:
-                    continue
-                suppression = parse_line(comment)
-                if suppression is not None and suppression.covers(finding.code):
-                    return True
-        return False
-
-
-def _per_file_ignored(settings: Settings, path: str, code: str) -> bool:
-    posix = path.replace(os.sep, "/")
-    for pattern, codes in settings.per_file_ignores:
-        matched = fnmatch.fnmatchcase(posix, pattern) or fnmatch.fnmatchcase(
-            os.path.basename(posix), pattern
-        )
-        if matched and any(code.startswith(prefix) for prefix in codes):
-            return True
-    return False
 
 
 def lint_files(
@@ -223,9 +125,10 @@ def lint_files(
     settings = settings or Settings()
     rule_classes = all_rules()
     result = LintResult(rules=rule_classes)
-    files, missing = discover(paths, settings.exclude)
-    for path in missing:
-        result.problems.append(Problem(path, 1, 1, "no such file or directory"))
+    files, unlintable = discover(paths, settings)
+    for path, located in unlintable:
+        result.problems.append(Problem(path, located.line, located.column, located.message))
+    result.warnings.extend(settings.notes())
     result.files = len(files)
     cache = Cache(Path(cache_dir)) if cache_dir is not None else None
     rules = [rule_class() for rule_class in rule_classes.values()]
@@ -256,11 +159,9 @@ def lint_files(
             unit.outcome = unit.targets = unit.roots = unit.positions = None
         if cache is not None:
             cache.drop_known_files()
-    suppressions = _Suppressions({u.path: u.text for u in units if u.text is not None})
+    suppressions = Suppressions({u.path: u.text for u in units if u.text is not None})
     for finding in findings:
-        if not settings.selects(finding.code) or _per_file_ignored(
-            settings, finding.path, finding.code
-        ):
+        if not settings.reports(finding.path, finding.code):
             continue
         if suppressions.silences(finding):
             continue
@@ -455,10 +356,9 @@ def _per_file_phase(
                 unit.ignored, unit.error, unit.payload = cached
                 continue
         try:
-            with open(path, "rb") as handle:
-                unit.data = handle.read()
-        except OSError as error:
-            unit.outcome = FileError(1, 1, f"cannot read: {error.strerror or error}")
+            unit.data = read_bytes(path)
+        except Unreadable as unreadable:
+            unit.outcome = unreadable.error
             unit.error = True
             continue
         if cache is not None:
@@ -569,7 +469,7 @@ def _analyse_bytes(
 ) -> tuple[bool, FileFacts | FileError]:
     try:
         source = decode(data)
-    except _Unreadable as unreadable:
+    except Unreadable as unreadable:
         return False, unreadable.error
     return _analyse_text(source, unit, rules)
 
