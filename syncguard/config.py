@@ -88,6 +88,7 @@ class Settings:
     host_parameters: tuple[str, ...] = ()
     presets: tuple[str, ...] = ("auto",)  # framework presets (syncguard.presets)
     scope: str = "hot"
+    require_reason: bool = False  # a suppression without ``-- reason`` is a finding (SG004)
     source: Path | None = None  # the pyproject.toml these settings came from
     # The folder that the path globs (exclude, per-file-ignores) are relative to: the
     # config file's; None: the working directory at the time of matching.
@@ -280,6 +281,7 @@ _KEYS: dict[str, tuple[str, Callable[[str, Any, _Origin], Any]]] = {
     "host-parameters": ("host_parameters", _string_list),
     "presets": ("presets", _presets),
     "scope": ("scope", _scope),
+    "require-reason": ("require_reason", _flag),
 }
 
 
