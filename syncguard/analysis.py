@@ -69,6 +69,32 @@ _STEPPER_WORDS = frozenset({"optimizer", "optimizers", "optim", "opt", "scaler"}
 _MODEL_WORDS = frozenset(
     {"model", "models", "module", "net", "network", "policy", "transformer", "encoder", "decoder"}
 )
+# First words of method names that act on a model rather than name one.
+_VERBS = frozenset(
+    {
+        "register",
+        "load",
+        "get",
+        "set",
+        "build",
+        "make",
+        "create",
+        "init",
+        "prepare",
+        "wrap",
+        "replace",
+        "add",
+        "remove",
+        "save",
+        "apply",
+        "update",
+        "to",
+        "from",
+        "is",
+        "has",
+        "run",
+    }
+)
 _VISIT_METHODS: dict[type, tuple[tuple[type, str], ...]] = {}
 
 
@@ -104,6 +130,15 @@ def _last_name(node: ast.expr) -> str:
 
 def _words(name: str) -> set[str]:
     return set(name.lower().split("_"))
+
+
+def _names_model(name: str) -> bool:
+    """``model``, ``draft_model``, ``model_parts``, ``encoder``: the name of a model, not
+    of a method that acts on one (``register_module``, ``load_model``, ``_parent_module``)."""
+    words = name.lower().strip("_").split("_")
+    if len(words) == 1 or words[0] in ("model", "models"):
+        return words[0] in _MODEL_WORDS
+    return words[-1] in ("model", "models") and words[0] not in _VERBS
 
 
 def _visit_methods(rule_class: type) -> tuple[tuple[type, str], ...]:
@@ -325,10 +360,7 @@ class FileAnalyzer(Walker):
             )
         ) or self.qualified_name(func) == "torch.autograd.backward":
             kind = "steps"
-        elif callee == ("self", "__call__") or (
-            isinstance(func, (ast.Name, ast.Attribute, ast.Subscript))
-            and _MODEL_WORDS & _words(_last_name(func))
-        ):
+        elif callee == ("self", "__call__") or _names_model(_last_name(func)):
             kind = "model"
         if kind is None:
             return

@@ -50,6 +50,26 @@ class SourceFile:
     roots: Mapping[str, str] | None = None
 
 
+def _namespace_prefixes(files: Sequence[SourceFile]) -> dict[str, str]:
+    """Top-level package of the tree -> the prefix its imports give it, when imports name
+    it only below a package that is not in the tree (``megatron.core.x`` for ``core.x``)."""
+    tops = {file.facts.module.partition(".")[0] for file in files}
+    seen: dict[str, dict[str, int]] = {}
+    for file in files:
+        for target in file.facts.imports.values():
+            head, _, rest = target.partition(".")
+            top = rest.partition(".")[0]
+            if rest and head not in tops and top in tops:
+                counts = seen.setdefault(top, {})
+                counts[head] = counts.get(head, 0) + 1
+    return {top: max(sorted(counts), key=counts.__getitem__) for top, counts in seen.items()}
+
+
+def _prefixed(module: str, prefixes: dict[str, str]) -> str:
+    prefix = prefixes.get(module.partition(".")[0])
+    return f"{prefix}.{module}" if prefix else module
+
+
 class Bindings:
     """The files of the tree by path and module, and what their names resolve to."""
 
@@ -67,9 +87,17 @@ class Bindings:
         self._by_name_memo: dict[str, list[FunctionId]] | None = None
         self._values_memo: dict[tuple[str, str | None, tuple], frozenset[tuple]] = {}
         self.by_path = {file.path: file for file in files}
+        # Each file's module as the tree imports it: a package below a folder without an
+        # ``__init__.py`` (a namespace package, ``megatron/core/``) is named ``core`` by its
+        # files but imported as ``megatron.core``; the imports say which prefix it has.
+        prefixes = _namespace_prefixes(files)
+        self.module_names = {file.path: _prefixed(file.facts.module, prefixes) for file in files}
         self.modules: dict[str, list[SourceFile]] = {}
         for file in sorted(files, key=lambda f: f.path):
             self.modules.setdefault(file.facts.module, []).append(file)
+            named = self.module_names[file.path]
+            if named != file.facts.module:
+                self.modules.setdefault(named, []).append(file)
         self.functions: dict[FunctionId, FunctionFacts] = {
             (file.path, qualname): function
             for file in files
@@ -78,7 +106,7 @@ class Bindings:
 
     def qualified(self, fid: FunctionId) -> str:
         """The function's fully qualified name (``package.module.Class.method``)."""
-        module = self.by_path[fid[0]].facts.module
+        module = self.module_names[fid[0]]
         return module if fid[1] == MODULE_SCOPE else f"{module}.{fid[1]}"
 
     def _module_file(self, module: str, root: str) -> SourceFile | None:
@@ -226,7 +254,7 @@ class Bindings:
         return found
 
     def qualified_class(self, cid: ClassId) -> str:
-        return f"{self.by_path[cid[0]].facts.module}.{cid[1]}"
+        return f"{self.module_names[cid[0]]}.{cid[1]}"
 
     def class_kind(self, cid: ClassId) -> str | None:
         """``module`` for nn.Module subclasses, ``unknown`` when a base cannot be resolved

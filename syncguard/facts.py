@@ -114,9 +114,7 @@ class CallSite:
 class Loop:
     """A ``for`` / ``while`` loop of a function: its lines (the calls and sites on them
     are its body's) and what its body shows: ``steps`` (a ``.backward()`` or an optimizer
-    step), ``model`` (a call of the object itself or of something named a model),
-    ``event`` (``while True:``, ``while not self._stop:``: a loop that runs until told
-    to stop)."""
+    step), ``model`` (a call of the object itself or of something named a model)."""
 
     line: int
     end_line: int

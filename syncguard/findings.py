@@ -180,6 +180,7 @@ class FindingBuilder:
                             None, at_sites, suggestion, message,
                         )
                     )  # fmt: skip
+                    reported.add((chain.site_path, sync.span, sync.code))
                     # Every other site the call reaches is a finding of its own, at its line.
                     for other_name, other in group[1:]:
                         key = (other.site_path, other.site.span, other.site.code)

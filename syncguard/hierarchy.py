@@ -159,7 +159,7 @@ class ConfigTree:
                 for name in ANALYSIS_SETTINGS
                 if getattr(settings, name) != getattr(root, name)
             ]
-            if source != root.source and differ:
+            if source is not None and source != root.source and differ:
                 verb = "is" if len(differ) == 1 else "are"
                 used = _shown(root.source) if root.source else "the defaults"
                 common = _shown(self.common_folder or os.getcwd())

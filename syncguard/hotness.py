@@ -293,9 +293,9 @@ class Hotness:
     def _step_loops(self, hot: dict[FunctionId, Hot]) -> dict[FunctionId, list[Loop]]:
         """The loops that run a step each time round, in functions that are not hot: a
         loop whose body does a backward pass or an optimizer step, calls a model, or calls
-        (through the tree) a hot root or a function that does; and a loop that runs until
-        told to stop (``while True:``) whose body calls functions of the tree. Code that
-        sets up (warm-up, graph capture, dummy runs) has none."""
+        (through the tree) a hot root or a function that does, an event or scheduler loop
+        (``while True:``) among them. Code that sets up (warm-up, graph capture, dummy
+        runs) has none, and a call through it does not count."""
         graph = self.graph
         stepping = self._stepping(hot)
         found: dict[FunctionId, list[Loop]] = {}
@@ -310,24 +310,21 @@ class Hotness:
                     if loop.holds(call.span.line)
                     for target in graph.callees(fid, index)
                 ]
-                if (
-                    loop.flags & {"steps", "model"}
-                    or any(target in stepping for target in callees)
-                    or ("event" in loop.flags and any(not self.is_cold(t) for t in callees))
-                ):
+                if loop.flags & {"steps", "model"} or any(target in stepping for target in callees):
                     found.setdefault(fid, []).append(loop)
         return found
 
     def _stepping(self, hot: dict[FunctionId, Hot]) -> set[FunctionId]:
         """Functions that run a step: hot roots, functions doing a backward pass or an
-        optimizer step, and every function that calls one of those (cold ones aside)."""
+        optimizer step, and every function that calls one of those (cold ones and set-up
+        code aside)."""
         graph = self.graph
         seen = {fid for fid in graph.ids if fid in hot or self.functions[fid].steps}
         queue = deque(seen)
         while queue:
             fid = queue.popleft()
             for caller, _ in graph.callers.get(fid, ()):
-                if caller not in seen and not self.is_cold(caller):
+                if caller not in seen and not self.is_cold(caller) and not self._setup_code(caller):
                     seen.add(caller)
                     queue.append(caller)
         return seen

@@ -64,16 +64,6 @@ _EXITS = (ast.Return, ast.Raise, ast.Continue, ast.Break)
 _SEQUENCE_GROWERS = {"append": 1, "extend": 1, "insert": 2, "add": 1}
 
 
-def _runs_until_stopped(test: ast.expr) -> bool:
-    """``while True:``, ``while not self._stop:``, ``while self.running:``: a loop that
-    runs until a flag tells it to stop (an event or scheduler loop)."""
-    if isinstance(test, ast.Constant):
-        return bool(test.value)
-    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
-        test = test.operand
-    return isinstance(test, (ast.Name, ast.Attribute))
-
-
 def _subexpressions(node: ast.AST) -> list[ast.expr]:
     """The direct sub-expressions of ``node`` in source order, less stored names."""
     fields = _EXPRESSION_FIELDS.get(type(node))
@@ -250,7 +240,7 @@ class Walker(Receivers, OnceChecks, ABC):
             before = dict(scope.env)
             maybe_none = set(scope.maybe_none)
             scope.loop_depth += 1
-            self._open_loop(node, {"event"} if _runs_until_stopped(node.test) else set())
+            self._open_loop(node, set())
             self._expression(node.test)
             self._body(node.body)
             self._close_loop()

@@ -199,7 +199,7 @@ def test_show_settings_names_each_config_and_why(
         f"#   why: the nearest pyproject.toml with [tool.syncguard] at or above {repo}, "
         "the folder holding every linted path",
     ]
-    assert 'scope = "hot"' in analysis and '"*ModelRunner.execute_model"' in analysis
+    assert 'scope = "hot"' in analysis and 'presets = ["auto"]' in analysis
     assert src.splitlines()[0] == "# Settings of 1 file: pkg/model.py"
     assert "per-file-ignores = {" in src and '"tests/*" = ["SG101"]' in src
     assert f"#   globs relative to: {repo}" in src

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import textwrap
+
 from syncguard.config import Settings
 from syncguard.testing import lint_snippet, lint_tree
 
@@ -154,11 +156,17 @@ def test_hot_functions_glob_from_settings() -> None:
             def step(self, x):
                 return x.tolist()
         """
-    assert lines(lint_snippet(source)) == [3]  # *MetadataBuilder.build is hot by default
+    assert lines(lint_snippet(source)) == []  # nothing says these run per step
     settings = Settings(hot_functions=("example.Runner.step",))
     assert lines(lint_snippet(source, settings=settings)) == [7]
+    # An engine importing vllm gets the vllm preset: its metadata builders are hot...
+    engine = "import vllm\n" + textwrap.dedent(source)
+    assert lines(lint_snippet(engine)) == [5]
+    assert lint_snippet(engine).findings[0].hot == "preset vllm: *MetadataBuilder.build"
+    # ... unless the settings turn the preset off, or cool what it heats.
+    assert lines(lint_snippet(engine, settings=Settings(presets=()))) == []
     cold = Settings(cold_functions=("*MetadataBuilder.build",))
-    assert lines(lint_snippet(source, settings=cold)) == []
+    assert lines(lint_snippet(engine, settings=cold)) == []
 
 
 def test_hotness_propagates_to_self_methods_module_functions_and_nested_defs() -> None:
@@ -495,7 +503,8 @@ def test_syncs_inside_keyword_arguments_are_reported() -> None:
 def test_timing_and_profiling_code_is_cold() -> None:
     # A timing context synchronizes to measure; a profile run happens once at start-up.
     result = lint_snippet(
-        """
+        settings=Settings(hot_functions=("*ModelRunner.execute_model",)),
+        source="""
         import contextlib
         import torch
 
@@ -513,6 +522,6 @@ def test_timing_and_profiling_code_is_cold() -> None:
                 with self.timed_encoder_operation():
                     self.profile_run(x)
                 return x.tolist()
-        """
+        """,
     )
     assert [(f.code, f.span.line) for f in result.findings] == [("SG102", 17)]
