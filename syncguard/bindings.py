@@ -392,7 +392,7 @@ class Bindings:
             return self._defined(path, context, expr[1])
         if kind == "result":
             found: set[tuple] = set()
-            for token in self._defined(path, context, expr[1]):
+            for token in self._callable(path, context, expr[1]):
                 if token[0] == "class":
                     found.add(("instance", token[1], True))
                 elif token[0] == "function":
@@ -402,6 +402,19 @@ class Bindings:
                         found |= self.values(fid[0], fid[1], returns)
             return frozenset(found)
         return frozenset()
+
+    def _callable(self, path: str, context: str | None, callee: tuple) -> frozenset[tuple]:
+        """What ``callee`` may call: a function or class it names, or the methods of
+        the objects it is called on (``("on", receiver, method)``, ``("attr", a, m)``)."""
+        if callee[0] in ("on", "attr"):
+            receiver = callee[1] if callee[0] == "on" else ("attr", callee[1])
+            return frozenset(
+                ("function", fid)
+                for token in self.values(path, context, receiver)
+                if token[0] == "instance"
+                for fid in self.dispatch(token[1], callee[-1], token[2])
+            )
+        return self._defined(path, context, callee)
 
     def _defined(self, path: str, context: str | None, callee: tuple) -> frozenset[tuple]:
         """The function or class ``callee`` (``("name", f)``, ``("dotted", d)``, ``("self",

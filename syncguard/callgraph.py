@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterable, Sequence
 
 from syncguard.bindings import Bindings, FunctionId
 from syncguard.facts import CallSite, Span
+from syncguard.torch_api import COMMON_METHODS
 from syncguard.values import Value
 
 Caller = tuple[FunctionId, CallSite]
@@ -90,7 +91,9 @@ class CallGraph:
         if kind == "method":
             return tuple(bindings.by_name(callee[1]))
         if kind == "on":
-            return self._on(bindings.values(path, fid[1], callee[1]), callee[2])
+            return self._on(bindings.values(path, fid[1], callee[1]), callee[2]) or self._named(
+                callee[2]
+            )
         if kind == "value":
             return self._called(bindings.values(path, fid[1], callee[1]))
         owner = bindings.owner_class(fid) if kind in ("self", "attr") else None
@@ -103,7 +106,8 @@ class CallGraph:
             typed = bindings.resolve_class(path, type_name) if type_name else None
             found = bindings.method(typed, method) if typed is not None else None
             held = bindings.values(path, fid[1], ("attr", callee[1]))
-            return _unique((*self._known(found), *self._on(held, method)))
+            resolved = _unique((*self._known(found), *self._on(held, method)))
+            return resolved or self._named(method)
         targets = bindings.dispatch(owner, method, exact=False)  # overrides below count
         if not targets and method == "__call__":
             targets = bindings.call_methods(owner, exact=False)
@@ -114,6 +118,11 @@ class CallGraph:
             # ``self.fwd(q, k)``: an attribute that holds a function or an object.
             return self._called(bindings.values(path, fid[1], ("attr", method)))
         return tuple(targets)
+
+    def _named(self, method: str) -> tuple[FunctionId, ...]:
+        """A method of an object whose class the tree does not tell: by its name, when few
+        class hierarchies define it (and it is no method of Python's types or tensors)."""
+        return () if method in COMMON_METHODS else tuple(self.bindings.by_name(method))
 
     def _known(self, found: tuple[str, str] | None) -> tuple[FunctionId, ...]:
         """``found`` as callees: a class is built (its own ``__init__``)."""

@@ -98,9 +98,15 @@ def module_name(path: str) -> tuple[str, bool]:
     stem = filename.rsplit(".", 1)[0]
     is_package = stem == "__init__"
     parts = [] if is_package else [stem]
-    while os.path.isfile(os.path.join(folder, "__init__.py")):
-        folder, name = os.path.split(folder)
-        parts.append(name)
-        if not name:
+    while True:
+        while os.path.isfile(os.path.join(folder, "__init__.py")):
+            folder, name = os.path.split(folder)
+            parts.append(name)
+            if not name:
+                break
+        parent = os.path.dirname(folder)
+        if parent == folder or not os.path.isfile(os.path.join(parent, "__init__.py")):
             break
+        folder, name = os.path.split(folder)  # no __init__.py, in a package: a namespace
+        parts.append(name)  # subpackage of it (``pkg/components/`` is ``pkg.components``)
     return ".".join(reversed(parts)) or stem, is_package

@@ -25,16 +25,9 @@ from __future__ import annotations
 
 import ast
 
+from syncguard.facts import FunctionFacts
 from syncguard.placement import Placement
-from syncguard.torch_api import (
-    BOOL_METHODS,
-    BUILTIN_NAMES,
-    EXTERNAL_ROOTS,
-    HOST_METHODS,
-    INDEX_METHODS,
-    TENSOR_METHODS,
-    VIEW_METHODS,
-)
+from syncguard.torch_api import BUILTIN_NAMES, COMMON_METHODS, EXTERNAL_ROOTS
 from syncguard.values import BOOL, EVENT, INDEX, PYSEQ, SCALAR, STREAM, TENSOR
 
 TypeExpr = tuple  # nested tuples of str, see the module docstring
@@ -64,25 +57,8 @@ _PLAIN_ANNOTATIONS = frozenset(
 # Methods of containers that give one of their elements, or all of them.
 _ELEMENT_METHODS = frozenset({"get", "pop", "setdefault", "popitem", "__getitem__"})
 _ELEMENTS_METHODS = frozenset({"values", "copy"})
-_PARTIAL = frozenset({"functools.partial", "partial"})
-# Methods of Python's own types, of tensors and of loggers: a call of one of them on an
-# object of unknown class is not looked up among the tree's classes by its name.
-COMMON_METHODS = frozenset(
-    {name for kind in (list, dict, str, set, tuple, bytes, int, float) for name in dir(kind)}
-    | TENSOR_METHODS | HOST_METHODS | VIEW_METHODS | BOOL_METHODS | INDEX_METHODS
-    | {"to", "cuda", "cpu", "numpy", "item", "tolist", "type", "fill_", "zero_", "copy_",
-       "add_", "mul_", "div_", "sub_", "clamp_", "masked_fill_", "scatter_", "index_copy_",
-       "index_add_", "record_stream", "wait", "synchronize", "info", "debug", "warning",
-       "warning_once", "info_once", "error", "exception", "critical", "log", "write", "read",
-       "close", "open", "flush", "send", "recv", "put", "put_nowait", "get_nowait", "set",
-       "is_set", "clear", "acquire", "release", "result", "done", "cancel", "submit", "join",
-       "start", "run", "match", "search", "group", "sub", "backward", "register_hook",
-       "register_forward_hook", "register_forward_pre_hook", "register_full_backward_hook",
-       "register_buffer", "register_parameter", "apply", "parameters", "named_parameters",
-       "buffers", "named_buffers", "modules", "named_modules", "children", "named_children",
-       "state_dict", "load_state_dict", "train", "eval", "zero_grad", "requires_grad_",
-       "add_module", "get_submodule", "extra_repr"}
-)  # fmt: skip
+# Calls that return (a binding of) their first argument, a callable.
+_PARTIAL = frozenset({"functools.partial", "partial", "types.MethodType", "MethodType"})
 _CAST = frozenset({"typing.cast", "cast"})
 
 
@@ -120,6 +96,7 @@ class Receivers(Placement):
 
     # Class qualname -> attribute -> what ``self.<attribute>`` is given anywhere in the class.
     attribute_values: dict[str, dict[str, TypeExpr]]
+    functions: dict[str, FunctionFacts]  # the file's functions walked so far
     # Function qualname -> the module-level name it registers its argument into.
     registrars: dict[str, str]
     module_names: set[str]  # names assigned at module level
@@ -181,6 +158,8 @@ class Receivers(Placement):
             held = scope.types.get(name)
             if held is not None:
                 return held
+            if scope.facts.kind == "class" and f"{scope.facts.qualname}.{name}" in self.functions:
+                return ("func", ("self", name))  # a method, named in its class's body
             if name in scope.env or name == scope.self_name:
                 return None  # a local of unknown kind
             if scope is not self.module_scope and name in self.module_scope.types:
@@ -246,7 +225,11 @@ class Receivers(Placement):
         if source is None:
             return
         scope = self.scope
-        if isinstance(target, ast.Name):
+        if isinstance(target, ast.Name) and scope.facts.kind == "class":
+            # ``_TABLE = {Op: _run_op}`` in a class body: what ``self._TABLE`` holds.
+            attributes = self.attribute_values.setdefault(scope.facts.qualname, {})
+            attributes[target.id] = union(attributes.get(target.id), source) or source
+        elif isinstance(target, ast.Name):
             scope.types[target.id] = union(scope.types.get(target.id), source) or source
         elif (
             isinstance(target, ast.Attribute)
@@ -256,6 +239,7 @@ class Receivers(Placement):
         ):
             attributes = self.attribute_values.setdefault(scope.facts.class_name, {})
             attributes[target.attr] = union(attributes.get(target.attr), source) or source
+
         elif isinstance(target, ast.Subscript):  # REG[key] = fn, self.table[key] = obj
             self.bind_type(target.value, box(source))
         elif isinstance(target, ast.Starred):

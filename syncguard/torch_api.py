@@ -134,3 +134,23 @@ def torch_result_kind(function: str, result: Value) -> Value:
     if name in SEQUENCE_OPS:
         return Value(result.place, result.params, frozenset((PYSEQ,)))
     return result.with_tags(TENSOR)
+
+
+# Methods of Python's own types, of tensors and of loggers: a call of one of them on an
+# object of unknown class is not looked up among the tree's classes by its name.
+COMMON_METHODS = frozenset(
+    {name for kind in (list, dict, str, set, tuple, bytes, int, float) for name in dir(kind)}
+    | TENSOR_METHODS | HOST_METHODS | VIEW_METHODS | BOOL_METHODS | INDEX_METHODS
+    | {"to", "cuda", "cpu", "numpy", "item", "tolist", "type", "fill_", "zero_", "copy_",
+       "add_", "mul_", "div_", "sub_", "clamp_", "masked_fill_", "scatter_", "index_copy_",
+       "index_add_", "record_stream", "wait", "synchronize", "info", "debug", "warning",
+       "warning_once", "info_once", "error", "exception", "critical", "log", "write", "read",
+       "close", "open", "flush", "send", "recv", "put", "put_nowait", "get_nowait", "set",
+       "is_set", "clear", "acquire", "release", "result", "done", "cancel", "submit", "join",
+       "start", "run", "match", "search", "group", "sub", "backward", "register_hook",
+       "register_forward_hook", "register_forward_pre_hook", "register_full_backward_hook",
+       "register_buffer", "register_parameter", "apply", "parameters", "named_parameters",
+       "buffers", "named_buffers", "modules", "named_modules", "children", "named_children",
+       "state_dict", "load_state_dict", "train", "eval", "zero_grad", "requires_grad_",
+       "add_module", "get_submodule", "extra_repr"}
+)  # fmt: skip
