@@ -111,6 +111,20 @@ def _method_names(statements: list[ast.stmt]) -> set[str]:
     return found
 
 
+# First words of a function name that say it moves data to the CPU (``to_cpu``, ``copy_cpu``).
+_MOVING_VERBS = frozenset(
+    {"to", "move", "copy", "as", "offload", "transfer", "send", "fetch", "get", "load", "save",
+     "sync", "pin", "stage", "gather", "d2h"}
+)  # fmt: skip
+
+
+def _cpu_version(name: str) -> bool:
+    """``fill_indices_cpu``, ``_attention_ref_cpu``: the CPU version of a function, which
+    runs on host data (not ``to_cpu``, which moves data there)."""
+    words = name.lower().strip("_").split("_")
+    return len(words) > 1 and words[-1] == "cpu" and words[0] not in _MOVING_VERBS
+
+
 def _builds(callee: tuple) -> bool:
     """True for a call that builds an object of a class (``Cls(...)``): in code that runs
     once, it still tells what is built where."""
@@ -530,6 +544,7 @@ class FileAnalyzer(Walker):
             outer.host_code
             or self.module_scope.host_code
             or (class_name is not None and says_cpu(class_name.rpartition(".")[2]))
+            or _cpu_version(node.name)
         )
         try:
             self._body(node.body)
@@ -538,6 +553,8 @@ class FileAnalyzer(Walker):
             if not in_class:  # a module function or one nested in a function
                 self._remember_result(qualname, self.scope.returns)
             facts.returns = union(annotation_type(node.returns), *self.scope.return_types) or ()
+            returned = self.scope.returns
+            facts.host_result = bool(returned) and all(value.on_host for value in returned)
             facts.loops = tuple(self.scope.loops)
         finally:
             self.scope = outer

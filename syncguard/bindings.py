@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from syncguard.facts import MODULE_SCOPE, ClassFacts, FileFacts, FunctionFacts
-from syncguard.values import FIELD_PREFIX, Place, Value
+from syncguard.values import FIELD_PREFIX, RESULT_PREFIX, Place, Value
 
 FunctionId = tuple[str, str]  # (path, qualname within the module)
 ClassId = tuple[str, str]
@@ -180,11 +180,12 @@ class Bindings:
 
     def on_host(self, path: str, value: Value) -> bool:
         """True for a value the per-file phase could not place but the tree can: a field
-        of a class from another module that declares it host data (``# CPU tensor``)."""
+        of a class from another module that declares it host data (``# CPU tensor``), or
+        what a function of another module returns when it returns host data."""
         if value.place is Place.HOST:
             return True
         for tag in value.tags:
-            if tag.startswith(FIELD_PREFIX):
+            if tag.startswith((FIELD_PREFIX, RESULT_PREFIX)):
                 key = (self.by_path[path].root, tag)
                 found = self._field_memo.get(key)
                 if found is None:
@@ -193,6 +194,9 @@ class Bindings:
         return False
 
     def _host_field(self, root: str, tag: str) -> bool:
+        if tag.startswith(RESULT_PREFIX):  # a call of a function that returns host data
+            function = self.resolve_dotted(tag[len(RESULT_PREFIX) :], root)
+            return function in self.functions and self.functions[function].host_result
         class_name, _, attribute = tag[len(FIELD_PREFIX) :].rpartition(".")
         found = self.resolve_dotted(class_name, root)
         if found is None or found[1] not in self.by_path[found[0]].facts.classes:

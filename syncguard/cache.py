@@ -146,7 +146,7 @@ _KNOWN_FIELDS: dict[type, tuple[str, ...]] = {
     ),
     FunctionFacts: (
         "qualname", "line", "class_name", "params", "kind", "decorators", "marker", "sites",
-        "calls", "literal_defaults", "returns", "loops", "steps",
+        "calls", "literal_defaults", "returns", "loops", "steps", "host_result",
     ),
     ClassFacts: (
         "qualname", "line", "bases", "attribute_types", "init_parameters", "host_fields",
@@ -208,7 +208,9 @@ def interface_digest(outcome: FileFacts | FileError) -> bytes:
         outcome.module,
         sorted(outcome.imports.items()),
         sorted(
-            (name, f.returns, f.decorators) if f.returns or f.decorators else (name,)
+            (name, f.returns, f.decorators, f.host_result)
+            if f.returns or f.decorators or f.host_result
+            else (name,)
             for name, f in outcome.functions.items()
         ),
         sorted(
@@ -269,7 +271,8 @@ def _plain(outcome: FileFacts | FileError) -> tuple[Any, ...]:
         functions.append(
             (function.qualname, function.line, function.class_name, function.params,
              function.kind, function.decorators, function.marker, sites, calls,
-             function.literal_defaults, function.returns, loops, function.steps)
+             function.literal_defaults, function.returns, loops, function.steps,
+             function.host_result)
         )  # fmt: skip
     classes = tuple(
         (
@@ -342,7 +345,7 @@ def decode_facts(
     functions: dict[str, FunctionFacts] = {}
     for function in encoded_functions:
         (qualname, line, class_name, params, kind_, decorators, marker, sites, calls,
-         literal_defaults, returns, loops, steps) = function  # fmt: skip
+         literal_defaults, returns, loops, steps, host_result) = function  # fmt: skip
         if only_calls is not None:
             wanted = only_calls.get(qualname)
             calls = [calls[index] for index in wanted] if wanted else ()
@@ -375,6 +378,7 @@ def decode_facts(
                 Loop(line_, end, frozenset(flags)) for line_, end, flags in loops
             ) if loops else (),
             steps,
+            host_result,
         )  # fmt: skip
     classes = {
         qualname: ClassFacts(

@@ -143,6 +143,7 @@ class FunctionFacts:
     returns: tuple = ()
     loops: tuple[Loop, ...] = ()
     steps: bool = False  # calls ``.backward()`` or steps an optimizer itself
+    host_result: bool = False  # every ``return`` gives host data
 
 
 @dataclass(slots=True)

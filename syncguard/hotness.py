@@ -28,10 +28,12 @@ _HOT_DECORATORS = {
 _COLD_DECORATORS = frozenset(
     {"syncguard.cold", "functools.cache", "functools.lru_cache", "functools.cached_property"}
 )
-# Words that name timing or profiling code (``timed_encoder_operation``, ``profile_run``).
+# Words that name timing, profiling or debugging code (``timed_encoder_operation``,
+# ``profile_run``, ``_debug_validate_coverage``): its syncs are the measurement or the check.
 _MEASURING_WORDS = frozenset(
-    {"timed", "timer", "timing", "timings", "profile", "profiler", "profiling", "benchmark"}
-)
+    {"timed", "timer", "timing", "timings", "profile", "profiler", "profiling", "benchmark",
+     "debug"}
+)  # fmt: skip
 _COMPILED_DECORATORS = frozenset({"torch.compile"})
 # Words that name code that prepares the steps or stands in for one (``warmup``,
 # ``capture_model``, ``_dummy_run``): a loop there runs before the steps, not in them.

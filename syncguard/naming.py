@@ -78,7 +78,7 @@ def as_named(name: str, value: Value) -> Value:
     the tags the name promises (a ``mask`` is boolean, a ``pinned`` buffer page-locked)."""
     if is_host_name(name) and value.place is not Place.DEVICE:
         value = Value(Place.HOST, frozenset(), value.tags)
-    if not value.tags:
+    if not value.kinds:
         tags = named_tags(name)
         if tags:
             value = value.with_tags(*tags)

@@ -26,6 +26,7 @@ from syncguard.torch_api import (
     BOOL_METHODS,
     BUILTIN_NAMES,
     DTYPE_WORDS,
+    EXTERNAL_ROOTS,
     FACTORIES,
     HOST_ATTRIBUTES,
     HOST_BUILTINS,
@@ -57,6 +58,7 @@ from syncguard.values import (
     PAGEABLE,
     PINNED,
     PYSEQ,
+    RESULT_PREFIX,
     SCALAR,
     STREAM,
     TENSOR,
@@ -258,7 +260,7 @@ class Placement(AnalyzerState):
                 return HOST
             if root == "torch":
                 return torch_result_kind(rest, self._torch_call_value(node, rest))
-            return self._derived_value(node)
+            return self._returned(qualified, self._derived_value(node))
         if isinstance(func, ast.Name):
             name = func.id
             result = self._device_result(name)
@@ -277,6 +279,13 @@ class Placement(AnalyzerState):
         if isinstance(func, ast.Attribute):
             return self._method_result_kind(func, self._method_value(node, func))
         return UNKNOWN
+
+    def _returned(self, function: str, result: Value) -> Value:
+        """The result of calling ``function`` of another module, that the project phase may
+        place: where nothing here says it is on the host, it names the function."""
+        if result.on_host or function.partition(".")[0] in EXTERNAL_ROOTS:
+            return result
+        return result.with_tags(f"{RESULT_PREFIX}{function}")
 
     def _method_result_kind(self, func: ast.Attribute, result: Value) -> Value:
         """Tag what a method returns: a tensor (a tensor's method, or one only tensors

@@ -46,6 +46,9 @@ FORWARDED = "forwarded"
 # ``field:<qualified class>.<attribute>``: read from a parameter annotated with a class of
 # another module; the project phase knows whether that class declares the field host data.
 FIELD_PREFIX = "field:"
+# ``result:<qualified function>``: what a call of a function of another module returns;
+# the project phase knows whether that function returns host data.
+RESULT_PREFIX = "result:"
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,6 +67,13 @@ class Value:
     def may_be_device(self) -> bool:
         return self.place is not Place.HOST
 
+    @property
+    def kinds(self) -> frozenset[str]:
+        """The tags saying what the value is, less where it was read from."""
+        if not self.tags:
+            return self.tags
+        return frozenset(t for t in self.tags if not t.startswith((FIELD_PREFIX, RESULT_PREFIX)))
+
     def with_tags(self, *tags: str) -> Value:
         return Value(self.place, self.params, self.tags | frozenset(tags))
 
@@ -72,8 +82,11 @@ class Value:
 
     def placement(self) -> Value:
         """Where the value lives, as a sync site records it: the field it was read from
-        (see :data:`FIELD_PREFIX`) is kept for the project phase to place."""
-        fields = frozenset(tag for tag in self.tags if tag.startswith(FIELD_PREFIX))
+        or the function that returned it (see :data:`FIELD_PREFIX`, :data:`RESULT_PREFIX`)
+        is kept for the project phase to place."""
+        fields = frozenset(
+            tag for tag in self.tags if tag.startswith((FIELD_PREFIX, RESULT_PREFIX))
+        )
         return Value(self.place, self.params, fields) if self.tags != fields else self
 
 

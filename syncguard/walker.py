@@ -64,6 +64,11 @@ _EXITS = (ast.Return, ast.Raise, ast.Continue, ast.Break)
 _SEQUENCE_GROWERS = {"append": 1, "extend": 1, "insert": 2, "add": 1}
 
 
+def _raises(statements: Sequence[ast.stmt]) -> bool:
+    """True for a block that ends by raising an exception (an error path)."""
+    return bool(statements) and isinstance(statements[-1], ast.Raise)
+
+
 def _subexpressions(node: ast.AST) -> list[ast.expr]:
     """The direct sub-expressions of ``node`` in source order, less stored names."""
     fields = _EXPRESSION_FIELDS.get(type(node))
@@ -267,7 +272,11 @@ class Walker(Receivers, OnceChecks, ABC):
                     self._expression(handler.type)
                 if handler.name:
                     scope.env[handler.name] = HOST
-                self._body(handler.body)
+                scope.lazy_depth += _raises(handler.body)  # a handler that re-raises: errors
+                try:
+                    self._body(handler.body)
+                finally:
+                    scope.lazy_depth -= _raises(handler.body)
             self._body(attempt.orelse)
             self._body(attempt.finalbody)
         elif isinstance(node, (ast.Import, ast.ImportFrom)):
@@ -328,10 +337,11 @@ class Walker(Receivers, OnceChecks, ABC):
         before = dict(scope.env)
         # What each outcome of the test proves, decided before either branch rebinds names.
         when_true, when_false = self._branch_facts(test, True), self._branch_facts(test, False)
-        self._branch(body, when_true, lazy)
+        # A branch that ends by raising is the error path: it does not run per step.
+        self._branch(body, when_true, lazy or _raises(body))
         after_body, none_after_body = scope.env, scope.maybe_none
         scope.env = dict(before)
-        self._branch(orelse, when_false, lazy_else)
+        self._branch(orelse, when_false, lazy_else or _raises(orelse))
         # A branch that ends in return/raise/continue/break does not reach what follows.
         if body and isinstance(body[-1], _EXITS):
             return
