@@ -125,6 +125,24 @@ def _cpu_version(name: str) -> bool:
     return len(words) > 1 and words[-1] == "cpu" and words[0] not in _MOVING_VERBS
 
 
+def _part_sources(
+    returns: list[tuple[frozenset[str] | None, ...] | None],
+) -> tuple[tuple[str, ...] | None, ...]:
+    """Per part of the tuples a function returns (all of one length): the functions whose
+    results that part holds, or None when it may hold device data."""
+    if not returns or any(parts is None for parts in returns):
+        return ()
+    lengths = {len(parts) for parts in returns if parts is not None}
+    if len(lengths) != 1:
+        return ()
+    found: list[tuple[str, ...] | None] = []
+    for index in range(lengths.pop()):
+        each = [parts[index] for parts in returns if parts is not None]
+        host = all(part is not None for part in each)
+        found.append(tuple(sorted(frozenset().union(*each))) if host else None)  # type: ignore[arg-type]
+    return tuple(found)
+
+
 def _builds(callee: tuple) -> bool:
     """True for a call that builds an object of a class (``Cls(...)``): in code that runs
     once, it still tells what is built where."""
@@ -553,8 +571,12 @@ class FileAnalyzer(Walker):
             if not in_class:  # a module function or one nested in a function
                 self._remember_result(qualname, self.scope.returns)
             facts.returns = union(annotation_type(node.returns), *self.scope.return_types) or ()
-            returned = self.scope.returns
-            facts.host_result = bool(returned) and all(value.on_host for value in returned)
+            hosts = self.scope.host_returns
+            facts.host_result = bool(hosts) and all(part is not None for part in hosts)
+            if facts.host_result:
+                sources = frozenset().union(*(part for part in hosts if part is not None))
+                facts.result_sources = tuple(sorted(sources))
+            facts.part_sources = _part_sources(self.scope.part_returns)
             facts.loops = tuple(self.scope.loops)
         finally:
             self.scope = outer

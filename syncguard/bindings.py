@@ -51,18 +51,27 @@ class SourceFile:
 
 
 def _namespace_prefixes(files: Sequence[SourceFile]) -> dict[str, str]:
-    """Top-level package of the tree -> the prefix its imports give it, when imports name
-    it only below a package that is not in the tree (``megatron.core.x`` for ``core.x``)."""
+    """Top-level package of the tree -> the prefix its imports give it, when the tree
+    imports it mostly below a package that is not in the tree (``megatron.core.x`` for
+    ``core.x``; relative imports name it ``core.x``, a plugin may import ``other.vllm``)."""
     tops = {file.facts.module.partition(".")[0] for file in files}
     seen: dict[str, dict[str, int]] = {}
+    own: dict[str, int] = {}  # imports naming a top-level package by its own name
     for file in files:
         for target in file.facts.imports.values():
             head, _, rest = target.partition(".")
             top = rest.partition(".")[0]
-            if rest and head not in tops and top in tops:
+            if head in tops:
+                own[head] = own.get(head, 0) + 1
+            elif rest and top in tops:
                 counts = seen.setdefault(top, {})
                 counts[head] = counts.get(head, 0) + 1
-    return {top: max(sorted(counts), key=counts.__getitem__) for top, counts in seen.items()}
+    found = {}
+    for top, counts in seen.items():
+        prefix = max(sorted(counts), key=counts.__getitem__)
+        if counts[prefix] > own.get(top, 0):  # mostly imported below that prefix
+            found[top] = prefix
+    return found
 
 
 def _prefixed(module: str, prefixes: dict[str, str]) -> str:
@@ -186,17 +195,39 @@ class Bindings:
             return True
         for tag in value.tags:
             if tag.startswith((FIELD_PREFIX, RESULT_PREFIX)):
-                key = (self.by_path[path].root, tag)
-                found = self._field_memo.get(key)
-                if found is None:
-                    found = self._field_memo[key] = self._host_field(*key)
-                return found
+                return self._placed(self.by_path[path].root, tag)
         return False
+
+    def _sources_placed(self, function: FunctionId, sources: Sequence[str]) -> bool:
+        """True when every function in ``sources`` (named as in ``function``'s file)
+        returns host data."""
+        below = self.by_path[function[0]].root
+        return all(self._placed(below, f"{RESULT_PREFIX}{source}") for source in sources)
+
+    def _placed(self, root: str, tag: str) -> bool:
+        key = (root, tag)
+        found = self._field_memo.get(key)
+        if found is None:
+            self._field_memo[key] = False  # while deciding: a cycle of results proves nothing
+            found = self._field_memo[key] = self._host_field(root, tag)
+        return found
 
     def _host_field(self, root: str, tag: str) -> bool:
         if tag.startswith(RESULT_PREFIX):  # a call of a function that returns host data
-            function = self.resolve_dotted(tag[len(RESULT_PREFIX) :], root)
-            return function in self.functions and self.functions[function].host_result
+            name, _, part = tag[len(RESULT_PREFIX) :].partition("#")
+            function = self.resolve_dotted(name, root)
+            facts = self.functions.get(function) if function is not None else None
+            if facts is None or function is None:
+                return False
+            if part:  # ``a, b = f()``: that part of what it returns
+                index = int(part)
+                parts = facts.part_sources
+                if index >= len(parts) or parts[index] is None:
+                    return facts.host_result and self._sources_placed(
+                        function, facts.result_sources
+                    )
+                return self._sources_placed(function, parts[index] or ())
+            return facts.host_result and self._sources_placed(function, facts.result_sources)
         class_name, _, attribute = tag[len(FIELD_PREFIX) :].rpartition(".")
         found = self.resolve_dotted(class_name, root)
         if found is None or found[1] not in self.by_path[found[0]].facts.classes:

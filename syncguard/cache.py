@@ -147,6 +147,7 @@ _KNOWN_FIELDS: dict[type, tuple[str, ...]] = {
     FunctionFacts: (
         "qualname", "line", "class_name", "params", "kind", "decorators", "marker", "sites",
         "calls", "literal_defaults", "returns", "loops", "steps", "host_result",
+        "result_sources", "part_sources",
     ),
     ClassFacts: (
         "qualname", "line", "bases", "attribute_types", "init_parameters", "host_fields",
@@ -208,7 +209,7 @@ def interface_digest(outcome: FileFacts | FileError) -> bytes:
         outcome.module,
         sorted(outcome.imports.items()),
         sorted(
-            (name, f.returns, f.decorators, f.host_result)
+            (name, f.returns, f.decorators, f.host_result, f.result_sources, f.part_sources)
             if f.returns or f.decorators or f.host_result
             else (name,)
             for name, f in outcome.functions.items()
@@ -272,7 +273,7 @@ def _plain(outcome: FileFacts | FileError) -> tuple[Any, ...]:
             (function.qualname, function.line, function.class_name, function.params,
              function.kind, function.decorators, function.marker, sites, calls,
              function.literal_defaults, function.returns, loops, function.steps,
-             function.host_result)
+             function.host_result, function.result_sources, function.part_sources)
         )  # fmt: skip
     classes = tuple(
         (
@@ -345,7 +346,8 @@ def decode_facts(
     functions: dict[str, FunctionFacts] = {}
     for function in encoded_functions:
         (qualname, line, class_name, params, kind_, decorators, marker, sites, calls,
-         literal_defaults, returns, loops, steps, host_result) = function  # fmt: skip
+         literal_defaults, returns, loops, steps, host_result, result_sources, part_sources
+         ) = function  # fmt: skip
         if only_calls is not None:
             wanted = only_calls.get(qualname)
             calls = [calls[index] for index in wanted] if wanted else ()
@@ -379,6 +381,8 @@ def decode_facts(
             ) if loops else (),
             steps,
             host_result,
+            result_sources,
+            part_sources,
         )  # fmt: skip
     classes = {
         qualname: ClassFacts(

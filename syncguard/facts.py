@@ -143,7 +143,12 @@ class FunctionFacts:
     returns: tuple = ()
     loops: tuple[Loop, ...] = ()
     steps: bool = False  # calls ``.backward()`` or steps an optimizer itself
-    host_result: bool = False  # every ``return`` gives host data
+    host_result: bool = False  # every ``return`` gives host data, if ``result_sources`` do
+    # Functions of other modules whose results it returns (qualified as imported).
+    result_sources: tuple[str, ...] = ()
+    # When it returns tuples of one length: per part, those functions (host data when
+    # theirs is), or None when the part may be device data.
+    part_sources: tuple[tuple[str, ...] | None, ...] = ()
 
 
 @dataclass(slots=True)

@@ -265,8 +265,10 @@ class Placement(AnalyzerState):
             name = func.id
             result = self._device_result(name)
             if result is not None and name not in self.scope.env:
-                return result
-            if name in self.module_defs or name in self.scope.env:
+                return self._returned(f"{self.module}.{name}", result)
+            if name in self.module_defs and name not in self.scope.env:
+                return self._returned(f"{self.module}.{name}", self._derived_value(node))
+            if name in self.scope.env:
                 return self._derived_value(node)
             if name in HOST_BUILTINS:
                 if name in NUMBER_BUILTINS:
@@ -279,6 +281,22 @@ class Placement(AnalyzerState):
         if isinstance(func, ast.Attribute):
             return self._method_result_kind(func, self._method_value(node, func))
         return UNKNOWN
+
+    def host_parts(self, node: ast.expr) -> frozenset[str] | None:
+        """None when ``node`` may hold device data; else the functions of other modules
+        whose results it holds (``return lens_cpu, helper(x)``: host if ``helper``'s is)."""
+        if isinstance(node, (ast.Tuple, ast.List)):
+            parts = [self.host_parts(element) for element in node.elts]
+            if any(part is None for part in parts):
+                return None
+            return frozenset().union(*(part for part in parts if part is not None))
+        value = self.value(node)
+        if value.on_host:
+            return frozenset()
+        sources = frozenset(
+            t[len(RESULT_PREFIX) :] for t in value.tags if t.startswith(RESULT_PREFIX)
+        )
+        return sources or None
 
     def _returned(self, function: str, result: Value) -> Value:
         """The result of calling ``function`` of another module, that the project phase may
@@ -530,7 +548,12 @@ class Placement(AnalyzerState):
                 if sources is not None and len(sources) == len(target.elts):
                     self._bind(element, self.value(sources[index]), sources[index])
                 else:
-                    self._bind(element, element_value, None)
+                    # A part of what a function returned: that part of its result.
+                    parts = frozenset(
+                        f"{tag}#{index}" for tag in value.tags if tag.startswith(RESULT_PREFIX)
+                    )
+                    part = Value(element_value.place, element_value.params, parts)
+                    self._bind(element, part if parts else element_value, None)
         elif isinstance(target, ast.Starred):
             self._bind(target.value, value, None)
         elif (

@@ -46,6 +46,11 @@ class Scope:
     open_loops: list[list] = field(default_factory=list)
     loops: list = field(default_factory=list)  # the function's loops walked so far
     return_types: list = field(default_factory=list)  # type expressions of its returns
+    # Per return: None when it may give device data, else the functions of other modules
+    # whose results it gives (host data when those return host data).
+    host_returns: list[frozenset[str] | None] = field(default_factory=list)
+    # Per return of a tuple (``return a, b``): the same for each part; None for others.
+    part_returns: list[tuple[frozenset[str] | None, ...] | None] = field(default_factory=list)
 
 
 # Device-guarded host values, requirements on parameters and maybe-None names of a branch.

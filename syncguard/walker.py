@@ -212,6 +212,12 @@ class Walker(Receivers, OnceChecks, ABC):
                 self._expression(node.value)
                 if isinstance(node, ast.Return):
                     scope.returns.append(self.value(node.value))
+                    scope.host_returns.append(self.host_parts(node.value))
+                    scope.part_returns.append(
+                        tuple(self.host_parts(part) for part in node.value.elts)
+                        if isinstance(node.value, ast.Tuple)
+                        else None
+                    )
                     scope.return_types.append(self.type_of(node.value))
                 elif isinstance(node.value, ast.Call):
                     self._grow_sequence(node.value)
