@@ -16,7 +16,7 @@ from syncguard.callgraph import CallGraph
 from syncguard.facts import Fix, FunctionFacts, Site, Span, Step
 from syncguard.hotness import Hot, HotPaths
 from syncguard.rule import HotPath, Record, Rule
-from syncguard.summaries import Chain, Summary
+from syncguard.summaries import Chain, DeclaredHost, Summary
 from syncguard.values import Place
 
 
@@ -58,6 +58,7 @@ class FindingBuilder:
         graph: CallGraph,
         paths: HotPaths,
         is_cold: Callable[[FunctionId], bool],
+        declared_host: DeclaredHost,
         rule_messages: Mapping[str, str],
         graph_breaking: frozenset[str],
         rules: Sequence[Rule],
@@ -66,6 +67,7 @@ class FindingBuilder:
         self.bindings = graph.bindings
         self.paths = paths
         self.is_cold = is_cold
+        self.declared_host = declared_host
         self.rule_messages = rule_messages
         self.graph_breaking = graph_breaking
         self.rules = rules
@@ -107,8 +109,10 @@ class FindingBuilder:
                     not treat_as_root or site.value.params <= on_host
                 ):
                     continue
-                if bindings.on_host(fid[0], site.value):
-                    continue  # a host field of a class from another module
+                if bindings.on_host(fid[0], site.value) or self.declared_host.keyed(
+                    fid, site.value
+                ):
+                    continue  # a host field of a class, a host result, a field named host
                 if branches.never_taken(fid, site.requires):
                     continue  # a branch no caller takes
                 step = Step(fid[0], site.span.line, here)
@@ -135,7 +139,11 @@ class FindingBuilder:
                         continue  # cold to cold: the callee reports its sites itself
                     for name, entries in sorted(summary[target].items()):
                         argument = graph.argument(call, target, name)
-                        if argument is None or bindings.on_host(fid[0], argument):
+                        if (
+                            argument is None
+                            or bindings.on_host(fid[0], argument)
+                            or self.declared_host.keyed(fid, argument)
+                        ):
                             continue
                         if argument.place is Place.PARAM and (
                             not treat_as_root or argument.params <= on_host

@@ -29,15 +29,17 @@ _COLD_DECORATORS = frozenset(
     {"syncguard.cold", "functools.cache", "functools.lru_cache", "functools.cached_property"}
 )
 # Words that name timing, profiling or debugging code (``timed_encoder_operation``,
-# ``profile_run``, ``_debug_validate_coverage``): its syncs are the measurement or the check.
-_MEASURING_WORDS = frozenset(
+# ``profile_run``, ``_debug_validate_coverage``): its syncs are the measurement or the check;
+# and code that prepares the steps or stands in for one (``warmup``, ``capture_graphs``,
+# ``_dummy_run``, ``autotune``): it runs before the steps, not in them.
+_COLD_WORDS = frozenset(
     {"timed", "timer", "timing", "timings", "profile", "profiler", "profiling", "benchmark",
-     "debug"}
+     "debug", "warmup", "capture", "dummy", "autotune"}
 )  # fmt: skip
 _COMPILED_DECORATORS = frozenset({"torch.compile"})
-# Words that name code that prepares the steps or stands in for one (``warmup``,
-# ``capture_model``, ``_dummy_run``): a loop there runs before the steps, not in them.
-_SETUP_WORDS = frozenset({"warmup", "capture", "dummy", "compile", "autotune", "tune"})
+# Words that name code that prepares the steps (``compile_graphs``, ``tune_kernels``): a
+# loop there runs before the steps, not in them.
+_SETUP_WORDS = frozenset({"compile", "tune", "setup", "init", "initialize"})
 # Methods that the training loop of torch itself calls once per step.
 _STEP_METHODS = (
     ("torch.optim.Optimizer", "step"),
@@ -115,17 +117,19 @@ class Hotness:
         name = function.qualname.rpartition(".")[2]
         if name == "__init__" or function.marker == "cold":
             return True
-        if _MEASURING_WORDS & set(name.lower().split("_")):
-            return True  # timing / profiling code: its syncs are the measurement
+        if _COLD_WORDS & set(name.lower().split("_")):
+            return True  # measuring, debugging or set-up code
         if function.decorators and not _COLD_DECORATORS.isdisjoint(function.decorators):
             return True
         patterns = self.settings.cold_functions
         return bool(patterns) and matches(self.bindings.qualified(fid), patterns) is not None
 
     def _setup_code(self, fid: FunctionId) -> bool:
-        """True for code whose name says it runs before the steps or instead of them
-        (``warmup``, ``capture_graphs``, ``dummy_run``): a loop in it is no step loop."""
+        """True for code that prepares the steps (``compile_graphs``, ``setup``) or tests
+        them: a loop in it is no step loop."""
         name = self.functions[fid].qualname.rpartition(".")[2]
+        if _test_module(self.bindings.module_names[fid[0]]):
+            return True  # a test's loop runs its steps to check them, once
         return bool(_SETUP_WORDS & set(name.lower().split("_")))
 
     def _preprocessing(self, fid: FunctionId) -> bool:
@@ -330,3 +334,15 @@ class Hotness:
                     seen.add(caller)
                     queue.append(caller)
         return seen
+
+
+def _test_module(module: str) -> bool:
+    """``pkg.tests.test_model``, ``pkg.testing``, ``conftest``: test code."""
+    parts = module.split(".")
+    last = parts[-1]
+    return (
+        bool({"tests", "test", "testing"} & set(parts))
+        or last.startswith("test_")
+        or last.endswith("_test")
+        or last == "conftest"
+    )

@@ -54,6 +54,7 @@ from syncguard.values import (
     FIELD_PREFIX,
     HOST,
     INDEX,
+    KEY_PREFIX,
     OPAQUE,
     PAGEABLE,
     PINNED,
@@ -107,6 +108,10 @@ class Placement(AnalyzerState):
             return self._call_value(node)
         if isinstance(node, ast.Subscript):
             base = self.value(node.value)
+            key = node.slice
+            if isinstance(key, ast.Constant) and isinstance(key.value, str) and not base.on_host:
+                # inputs["image_grid_thw"]: the item's name may say it is host data.
+                return Value(base.place, base.params, frozenset((f"{KEY_PREFIX}{key.value}",)))
             if PYSEQ in base.tags:
                 return Value(base.place, base.params)
             if BOOL in base.tags:
@@ -246,6 +251,10 @@ class Placement(AnalyzerState):
         base_value = self.value(base)
         if attr in ("T", "mT", "H", "data", "real", "imag"):
             return base_value
+        if base_value.place is Place.PARAM and isinstance(base, ast.Name):
+            # batch.image_grid_thw of a parameter: the field's name may say it is host data.
+            keyed = Value(base_value.place, base_value.params, frozenset((f"{KEY_PREFIX}{attr}",)))
+            return as_named(attr, keyed)
         return as_named(attr, Value(base_value.place, base_value.params))
 
     def _call_value(self, node: ast.Call) -> Value:

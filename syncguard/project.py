@@ -77,9 +77,8 @@ class Project:
         paths = hotness.hot_paths()
         hot = paths.hot
         declared_host = DeclaredHost(graph, hotness.settings.host_parameters)
-        summary = parameter_summaries(
-            graph, paths.branches, declared_host, {fid for fid, info in hot.items() if info.is_root}
-        )
+        roots = {fid for fid, info in hot.items() if info.is_root}
+        summary = parameter_summaries(graph, paths.branches, declared_host, roots, hotness.is_cold)
         # What callers pass matters only where a root's own parameters reach a sync.
         on_host = host_parameters(
             graph,
@@ -97,7 +96,13 @@ class Project:
             ),
         )
         builder = FindingBuilder(
-            graph, paths, hotness.is_cold, self.rule_messages, self.graph_breaking, self.rules
+            graph,
+            paths,
+            hotness.is_cold,
+            declared_host,
+            self.rule_messages,
+            self.graph_breaking,
+            self.rules,
         )
         return builder.findings(scope, summary, on_host)
 

@@ -19,7 +19,7 @@ from syncguard.branches import Branches
 from syncguard.callgraph import CallGraph
 from syncguard.facts import Requirement, Site, Span, Step
 from syncguard.globs import Matcher, compiled_globs
-from syncguard.values import Place
+from syncguard.values import KEY_PREFIX, Place, Value
 
 
 @dataclass(slots=True)
@@ -66,14 +66,31 @@ class DeclaredHost:
             (compiled_globs((where,))[0], compiled_globs((name,))[0]) for where, name in scoped
         ]
         self._memo: dict[FunctionId, frozenset[str]] = {}
+        self._matchers_memo: dict[FunctionId, list[Matcher]] = {}
+
+    def keyed(self, fid: FunctionId, value: Value) -> bool:
+        """True when ``value`` was read under a name (``inputs["grid_thw"]``) that the
+        globs name as host data in function ``fid``."""
+        keys = [tag[len(KEY_PREFIX) :] for tag in value.tags if tag.startswith(KEY_PREFIX)]
+        if not keys:
+            return False
+        matchers = self._matchers(fid)
+        return any(match(key) for key in keys for match in matchers)
+
+    def _matchers(self, fid: FunctionId) -> list[Matcher]:
+        found = self._matchers_memo.get(fid)
+        if found is None:
+            found = [self._any_name] if self._any_name is not None else []
+            if self._by_function:
+                qualified = self.graph.bindings.qualified(fid)
+                found += [name for where, name in self._by_function if where(qualified)]
+            self._matchers_memo[fid] = found
+        return found
 
     def __call__(self, fid: FunctionId) -> frozenset[str]:
         found = self._memo.get(fid)
         if found is None:
-            matchers = [self._any_name] if self._any_name is not None else []
-            if self._by_function:
-                qualified = self.graph.bindings.qualified(fid)
-                matchers += [name for where, name in self._by_function if where(qualified)]
+            matchers = self._matchers(fid)
             params = self.graph.functions[fid].params
             found = frozenset(p for p in params if any(m(p) for m in matchers))
             self._memo[fid] = found
@@ -85,12 +102,14 @@ def parameter_summaries(
     branches: Branches,
     declared_host: DeclaredHost,
     roots: Collection[FunctionId] = (),
+    is_cold: Callable[[FunctionId], bool] = lambda fid: False,
 ) -> Summary:
     """For each function: parameter -> the sync sites device data for it reaches, each
     with its shortest chain and what the function must be called with for it to run.
 
     Sites of ``roots`` (hot roots, which report their own sites) do not reach
-    their callers: ``self.encoder(x)`` does not repeat the encoder's findings.
+    their callers: ``self.encoder(x)`` does not repeat the encoder's findings; nor do
+    those of cold functions (a debugging check, a warm-up), which never run per step.
 
     A worklist of what changed: when a function learns a site for a parameter (or a
     shorter chain to it, or that it runs under fewer requirements), only that entry is
@@ -111,6 +130,8 @@ def parameter_summaries(
         for site in graph.functions[fid].sites:
             if site.value.place is not Place.PARAM or bindings.on_host(fid[0], site.value):
                 continue
+            if declared_host.keyed(fid, site.value):
+                continue
             key = numbers.setdefault((fid, site.code, site.span), len(numbers))
             step = Step(fid[0], site.span.line, bindings.qualified(fid))
             for name in sorted(site.value.params - declared_host(fid)):
@@ -125,7 +146,7 @@ def parameter_summaries(
         target = heapq.heappop(pending)[1]
         queued.discard(target)
         changes = dirty.pop(target, {})
-        if target in roots:
+        if target in roots or is_cold(target):
             continue
         known_here = summary[target]
         for caller, call in graph.callers.get(target, ()):
@@ -137,6 +158,7 @@ def parameter_summaries(
                     argument is None
                     or argument.place is not Place.PARAM
                     or bindings.on_host(caller[0], argument)
+                    or declared_host.keyed(caller, argument)
                 ):
                     continue
                 if call_step is None:

@@ -49,6 +49,10 @@ FIELD_PREFIX = "field:"
 # ``result:<qualified function>``: what a call of a function of another module returns;
 # the project phase knows whether that function returns host data.
 RESULT_PREFIX = "result:"
+# ``key:<name>``: read from a mapping or an object under that name (``inputs["grid_thw"]``,
+# ``batch.grid_thw``); ``host-parameters`` globs name such data as they name parameters.
+KEY_PREFIX = "key:"
+_PROVENANCE = (FIELD_PREFIX, RESULT_PREFIX, KEY_PREFIX)
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,7 +76,7 @@ class Value:
         """The tags saying what the value is, less where it was read from."""
         if not self.tags:
             return self.tags
-        return frozenset(t for t in self.tags if not t.startswith((FIELD_PREFIX, RESULT_PREFIX)))
+        return frozenset(t for t in self.tags if not t.startswith(_PROVENANCE))
 
     def with_tags(self, *tags: str) -> Value:
         return Value(self.place, self.params, self.tags | frozenset(tags))

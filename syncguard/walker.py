@@ -384,6 +384,9 @@ class Walker(Receivers, OnceChecks, ABC):
         ``and`` / ``or`` combinations); as host values for :attr:`Scope.narrowed`."""
         found: dict[str, Value] = {}
         for atom, holds in atoms_when(test, truth):
+            if isinstance(atom, ast.Name) and atom.id not in self.scope.facts.params:
+                # use_cpu = x.device.type == "cpu"; ... if use_cpu: the flag is the check.
+                atom = self.scope.assigned.get(atom.id, atom)
             tensor, on_host_when = device_check(atom)
             key = dotted_name(tensor) if tensor is not None else None
             if tensor is not None and key is not None and on_host_when is holds:
