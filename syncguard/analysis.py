@@ -143,6 +143,36 @@ def _part_sources(
     return tuple(found)
 
 
+def _filled_attributes(node: ast.ClassDef) -> set[str]:
+    """Attributes of ``self`` that the methods of a class store items into outside
+    ``__init__`` (``self.norms[i] = n``, ``self.cache.append(t)``)."""
+    found: set[str] = set()
+    for method in node.body:
+        if not isinstance(method, (ast.FunctionDef, ast.AsyncFunctionDef)) or not method.args.args:
+            continue
+        if method.name == "__init__":
+            continue
+        owner = method.args.args[0].arg
+        for child in ast.walk(method):
+            if isinstance(child, ast.Subscript) and isinstance(child.ctx, ast.Store):
+                stored = child.value
+            elif (
+                isinstance(child, ast.Call)
+                and isinstance(child.func, ast.Attribute)
+                and child.func.attr in ("append", "extend", "insert", "update", "setdefault")
+            ):
+                stored = child.func.value
+            else:
+                continue
+            if (
+                isinstance(stored, ast.Attribute)
+                and isinstance(stored.value, ast.Name)
+                and stored.value.id == owner
+            ):
+                found.add(stored.attr)
+    return found
+
+
 def _builds(callee: tuple) -> bool:
     """True for a call that builds an object of a class (``Cls(...)``): in code that runs
     once, it still tells what is built where."""
@@ -218,6 +248,8 @@ class FileAnalyzer(Walker):
         self.host_fields, self.host_records = declared_host_fields(tree, self.lines)
         self.class_attributes: dict[str, dict[str, Value]] = {}
         self.attribute_values: dict[str, dict[str, tuple]] = {}
+        # Class -> the containers of ``self`` its methods store items into.
+        self.filled_attributes: dict[str, set[str]] = {}
         self.registrars: dict[str, str] = {}
         # Functions (analysed so far, by qualified name) whose every return is device data.
         self.device_results: dict[str, Value] = {}
@@ -594,10 +626,14 @@ class FileAnalyzer(Walker):
     def _remember_attributes(self, class_name: str, self_name: str) -> None:
         prefix = f"{self_name}."
         attributes = self.class_attributes.setdefault(class_name, {})
+        filled = self.filled_attributes.get(class_name, set())
         for key, value in self.scope.env.items():
             if key.startswith(prefix):
                 place = Place.UNKNOWN if value.place is Place.PARAM else value.place
-                attributes[key[len(prefix) :]] = Value(place, frozenset(), value.tags)
+                name = key[len(prefix) :]
+                if place is Place.HOST and PYSEQ in value.tags and name in filled:
+                    place = Place.UNKNOWN  # ``self.norms = {}``, filled per step elsewhere
+                attributes[name] = Value(place, frozenset(), value.tags)
 
     def _decorator_name(self, node: ast.expr) -> str:
         if isinstance(node, ast.Call):
@@ -614,6 +650,7 @@ class FileAnalyzer(Walker):
         bases = tuple(self.qualified_name(base) or ast.unparse(base) for base in node.bases)
         attribute_types: dict[str, str] = {}
         attribute_values = self.attribute_values.setdefault(qualname, {})
+        self.filled_attributes[qualname] = _filled_attributes(node)
         for statement in node.body:  # ``procs: list[Processor]`` declared in the class body
             if isinstance(statement, ast.AnnAssign) and isinstance(statement.target, ast.Name):
                 declared = annotation_type(statement.annotation)

@@ -17,6 +17,10 @@ _MUTATORS = frozenset(
 )
 
 
+# Statements holding blocks: what they store is not stored on every way through.
+_COMPOUND = (ast.If, ast.For, ast.AsyncFor, ast.While, ast.Try, ast.Match)
+
+
 class OnceChecks(AnalyzerState):
     """Tests of the current scope that say a block runs once, not per step."""
 
@@ -41,7 +45,22 @@ class OnceChecks(AnalyzerState):
         a cache check whose body fills the persistent state it checks (an attribute of
         ``self`` or of another object, a module-level name) runs once, not on every step."""
         tested = self._cache_checked(node.test, bare=False)
-        return bool(tested) and self._fills(node.body, tested)
+        if not tested:
+            return False
+        # ``if self.buf is None or self.dynamic_shape:`` runs whenever the other part holds
+        # too, unless it checks the cache as well (``or buf.shape != shape``).
+        if (
+            isinstance(node.test, ast.BoolOp)
+            and isinstance(node.test.op, ast.Or)
+            and not all(self._cache_checked(part, bare=False) for part in node.test.values)
+        ):
+            return False
+        if isinstance(node.test, ast.UnaryOp) and isinstance(node.test.op, ast.Not):
+            # ``if not self._ready:`` is a once-only block when it sets the flag itself,
+            # not when a check inside it may (``if not self.overflow: ... if bad: overflow``).
+            unconditional = [s for s in node.body if not isinstance(s, _COMPOUND)]
+            return self._fills(unconditional, tested)
+        return self._fills(node.body, tested)
 
     def _returns_when_cached(self, node: ast.If, rest: Sequence[ast.stmt]) -> bool:
         """``if key in self._done: return`` (or ``if self._ready: return``) followed by code

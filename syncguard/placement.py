@@ -565,6 +565,16 @@ class Placement(AnalyzerState):
                     self._bind(element, part if parts else element_value, None)
         elif isinstance(target, ast.Starred):
             self._bind(target.value, value, None)
+        elif isinstance(target, ast.Subscript) and isinstance(target.value, ast.Name):
+            # batch[k] = gathered: a local container now also holds what it is given.
+            name = target.value.id
+            current = env.get(name)
+            if (
+                current is not None
+                and PYSEQ in current.tags
+                and (value.place is Place.DEVICE or TENSOR in value.tags)
+            ):
+                env[name] = join(current, value).with_tags(PYSEQ)
         elif (
             isinstance(target, ast.Attribute)
             and isinstance(target.value, ast.Name)
