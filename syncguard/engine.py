@@ -43,6 +43,7 @@ from syncguard.config import Settings
 from syncguard.discovery import discover, module_name
 from syncguard.facts import FileError, FileFacts
 from syncguard.hygiene import reported
+from syncguard.parsing import parse, with_deep_stack
 from syncguard.project import Finding, FunctionId, HotSettings, Project, SourceFile, root_of
 from syncguard.reading import Unreadable, decode, read_bytes, read_source
 from syncguard.rule import Rule
@@ -79,13 +80,21 @@ def analyze_source(
 ) -> FileFacts | FileError:
     """The per-file phase for one source text."""
     try:
-        tree = ast.parse(source)
+        tree = parse(source)
     except SyntaxError as error:
         return FileError(error.lineno or 1, error.offset or 1, f"syntax error: {error.msg}")
     except (ValueError, MemoryError, RecursionError) as error:
         return FileError(1, 1, f"cannot parse: {error}")
-    try:
+    assert isinstance(tree, ast.Module)
+
+    def analyse() -> FileFacts:
         return FileAnalyzer(tree, source, module, is_package, rules).analyze()
+
+    try:
+        try:
+            return analyse()
+        except RecursionError:  # an expression nested deeper than the default stack allows
+            return with_deep_stack(analyse)
     except RecursionError:
         return FileError(1, 1, "too deeply nested to analyse")
     except Exception as error:  # a syncguard bug: say where, and lint the other files

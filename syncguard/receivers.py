@@ -26,6 +26,7 @@ from __future__ import annotations
 import ast
 
 from syncguard.facts import FunctionFacts
+from syncguard.parsing import parse
 from syncguard.placement import Placement
 from syncguard.torch_api import BUILTIN_NAMES, COMMON_METHODS, EXTERNAL_ROOTS
 from syncguard.values import BOOL, EVENT, INDEX, PYSEQ, SCALAR, STREAM, TENSOR
@@ -321,10 +322,11 @@ def annotation_type(node: ast.expr | None) -> TypeExpr | None:
         return None
     if isinstance(node, ast.Constant) and isinstance(node.value, str):
         try:
-            parsed = ast.parse(node.value, mode="eval").body
+            parsed = parse(node.value, mode="eval")
         except SyntaxError:
             return None
-        return annotation_type(parsed)
+        assert isinstance(parsed, ast.Expression)
+        return annotation_type(parsed.body)
     if isinstance(node, ast.BinOp) and isinstance(node.op, ast.BitOr):  # X | None
         return union(annotation_type(node.left), annotation_type(node.right))
     if isinstance(node, ast.Subscript):
