@@ -364,8 +364,7 @@ class FileAnalyzer(Walker):
             if reference is not None:
                 self.compiled.append((self.scope.facts.qualname, reference))
         callee = self.callee_of(func)
-        if callee is not None:
-            self._note_loop_kinds(node, callee)
+        self._note_loop_kinds(node, callee)
         if callee is None or (
             # Code that runs once matters only for what it builds (a ``Cls(...)``).
             self.scope.lazy_depth and not _builds(callee)
@@ -411,7 +410,7 @@ class FileAnalyzer(Walker):
                 )
             )  # fmt: skip
 
-    def _note_loop_kinds(self, node: ast.Call, callee: tuple) -> None:
+    def _note_loop_kinds(self, node: ast.Call, callee: tuple | None) -> None:
         """Mark the loops around ``node`` (and the function) by what the call does: a
         backward pass or an optimizer step, or a call of a model."""
         func = node.func

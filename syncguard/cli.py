@@ -88,6 +88,10 @@ def cli(ctx: click.Context) -> None:
     "file's folder, else the git root) are linted with the whole project as their context",
 )  # fmt: skip
 @click.option("--show-settings", is_flag=True, help="print the settings, their files and why")
+@click.option(
+    "--explain", metavar="PATH:LINE",
+    help="say why a line is or is not reported: why it is hot, where its data lives, callers",
+)  # fmt: skip
 @click.option("--show-files", is_flag=True, help="print the files that would be linted")
 @click.option("--exit-zero", is_flag=True, help="exit 0 even with findings")
 @click.option("--statistics", is_flag=True, help="count findings per rule")
@@ -190,6 +194,26 @@ def _settings(args: argparse.Namespace) -> Settings:
     return settings.with_overrides(require_reason=args.require_reason or None)
 
 
+def _explain(args: argparse.Namespace, settings: Settings) -> int:
+    """``--explain PATH:LINE``: why that line is or is not reported."""
+    from syncguard.engine import build_project
+    from syncguard.explain import explain
+
+    path, _, line = args.explain.rpartition(":")
+    if not path or not line.isdigit():
+        return _error(f"--explain needs PATH:LINE, got {args.explain!r}")
+    project, result = build_project(
+        args.paths, settings=settings, cache_dir=_cache_dir(args, settings), jobs=_jobs(args.jobs)
+    )
+    for problem in result.problems:
+        sys.stderr.write(f"{problem}\n")
+    try:
+        sys.stdout.write(explain(project, path, int(line)).render())
+    except LookupError as error:
+        return _error(str(error))
+    return EXIT_CLEAN
+
+
 def _run_check(args: argparse.Namespace) -> int:
     from syncguard.config import ConfigError
     from syncguard.diagnostics import UnanalysableFile, problem_findings
@@ -204,6 +228,8 @@ def _run_check(args: argparse.Namespace) -> int:
         return _error("--stdin-filename needs the path `-` (the source is read from stdin)")
     if args.show_settings or args.show_files:
         return show(args.paths, settings, args.show_files, args.show_settings)
+    if args.explain:
+        return _explain(args, settings)
 
     if args.diff:
         return _diff(args, settings)

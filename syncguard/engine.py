@@ -133,39 +133,20 @@ def lint_files(
     total)`` is called as files are analysed. None of them changes the result.
     """
     settings = settings or Settings()
-    rule_classes = all_rules()
-    result = LintResult(rules=rule_classes)
-    given = sources or {}  # paths whose text is given need not exist (stdin)
-    files, unlintable = discover([p for p in paths if p not in given], settings)
-    files = sorted({*files, *(path for path in paths if path in given)})
-    for path, located in unlintable:
-        result.problems.append(Problem(path, located.line, located.column, located.message))
-    result.warnings.extend(settings.notes())
-    result.files = len(files)
-    cache = Cache(Path(cache_dir)) if cache_dir is not None else None
-    rules = [rule_class() for rule_class in rule_classes.values()]
-    hot_settings = HotSettings(
-        settings.hot_functions,
-        settings.cold_functions,
-        settings.compiled_functions,
-        settings.host_parameters,
-        presets=settings.presets,
-    )
     run_scope = scope or settings.scope
+    cache = Cache(Path(cache_dir)) if cache_dir is not None else None
     with _gc_paused():
-        units = _per_file_phase(files, sources or {}, rules, jobs, cache, hot_settings, progress)
-        for unit in units:
-            if unit.error:
-                error = _outcome(unit, rules, cache, None)
-                if isinstance(error, FileError):
-                    result.problems.append(
-                        Problem(unit.path, error.line, error.column, error.message)
-                    )
+        result, units, rules, hot_settings = _analysed(
+            paths, settings, sources or {}, jobs, cache, progress
+        )
         linted = [unit for unit in units if not unit.error and not unit.ignored]
         run_key = _run_key(linted, hot_settings, run_scope) if cache is not None else None
         findings = cache.findings(run_key) if cache is not None and run_key else None
         if findings is None:
-            findings = _project_findings(linted, rules, cache, hot_settings, run_scope)
+            project, known, interface_key = _project(linted, rules, cache, hot_settings)
+            findings = project.findings(run_scope)
+            if cache is not None and interface_key is not None:
+                _keep_known_files(cache, interface_key, known, linted, project)
             if cache is not None and run_key is not None:
                 cache.store_findings(run_key, findings)
         for unit in units:  # let the facts go before the collector resumes
@@ -185,14 +166,71 @@ def lint_files(
     return result
 
 
-def _project_findings(
+def build_project(
+    paths: Sequence[str],
+    *,
+    settings: Settings | None = None,
+    cache_dir: str | os.PathLike[str] | None = None,
+    jobs: int = 1,
+) -> tuple[Project, LintResult]:
+    """The project phase's passes over ``paths``, ready to be asked (what ``--explain``
+    and the presets in force read), and the run's problems (in a result without
+    findings). Facts come from the cache at ``cache_dir`` when it has them."""
+    settings = settings or Settings()
+    cache = Cache(Path(cache_dir)) if cache_dir is not None else None
+    with _gc_paused():
+        result, units, rules, hot_settings = _analysed(paths, settings, {}, jobs, cache, None)
+        linted = [unit for unit in units if not unit.error and not unit.ignored]
+        project, _, _ = _project(linted, rules, cache, hot_settings)
+    if cache is not None:
+        cache.save(unit.path for unit in units if unit.key is not None)
+    return project, result
+
+
+def _analysed(
+    paths: Sequence[str],
+    settings: Settings,
+    sources: Mapping[str, str],
+    jobs: int,
+    cache: Cache | None,
+    progress: Callable[[int, int], None] | None,
+) -> tuple[LintResult, list[_Unit], list[Rule], HotSettings]:
+    """Discovery and the per-file phase: a result with the problems so far, every
+    file's unit, the rules and the hot-path settings."""
+    rule_classes = all_rules()
+    result = LintResult(rules=rule_classes)
+    given = sources  # paths whose text is given need not exist (stdin)
+    files, unlintable = discover([p for p in paths if p not in given], settings)
+    files = sorted({*files, *(path for path in paths if path in given)})
+    for path, located in unlintable:
+        result.problems.append(Problem(path, located.line, located.column, located.message))
+    result.warnings.extend(settings.notes())
+    result.files = len(files)
+    rules = [rule_class() for rule_class in rule_classes.values()]
+    hot_settings = HotSettings(
+        settings.hot_functions,
+        settings.cold_functions,
+        settings.compiled_functions,
+        settings.host_parameters,
+        presets=settings.presets,
+    )
+    units = _per_file_phase(files, sources, rules, jobs, cache, hot_settings, progress)
+    for unit in units:
+        if unit.error:
+            error = _outcome(unit, rules, cache, None)
+            if isinstance(error, FileError):
+                result.problems.append(Problem(unit.path, error.line, error.column, error.message))
+    return result, units, rules, hot_settings
+
+
+def _project(
     linted: Sequence[_Unit],
     rules: Sequence[Rule],
     cache: Cache | None,
     hot_settings: HotSettings,
-    scope: str,
-) -> list[Finding]:
-    """The project phase over the facts of ``linted`` (decoded here, dropped on return).
+) -> tuple[Project, Mapping[str, KnownFile], bytes | None]:
+    """The project phase over the facts of ``linted`` (decoded here), with what the
+    cache knew of where calls resolve and the interface key it knew it under.
 
     Where the calls of unchanged files resolve, and which of their functions are hot
     roots by their class or the settings, come from the cache while no file's
@@ -224,10 +262,7 @@ def _project_findings(
         frozenset(code for code, rule in rule_classes.items() if rule.graph_break),
         rules,
     )
-    findings = project.findings(scope)
-    if cache is not None and interface_key is not None:
-        _keep_known_files(cache, interface_key, known, linted, project)
-    return findings
+    return project, known, interface_key
 
 
 def _interface(unit: _Unit) -> bytes | None:

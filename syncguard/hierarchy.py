@@ -203,9 +203,21 @@ def show(paths: Sequence[str], settings: Settings, files: bool, resolved: bool) 
         tree = settings.tree
         known = tree.known_codes if isinstance(tree, ConfigTree) else ()
         sys.stdout.write(show_settings(settings, found, known))
+        sys.stdout.write(_presets_in_force(found, settings))
     for path, error in problems:
         sys.stderr.write(f"{path}:{error.line}:{error.column}: {error.message}\n")
     return 2 if problems else 0
+
+
+def _presets_in_force(files: Sequence[str], settings: Settings) -> str:
+    """The framework presets the analysis of ``files`` applies, and why (see
+    :mod:`syncguard.presets`)."""
+    from syncguard.engine import build_project
+    from syncguard.presets import describe
+
+    project, _ = build_project(files, settings=settings)
+    lines = describe(project.presets) or ["none"]
+    return "\n# Presets in force\n" + "".join(f"#   {line}\n" for line in lines)
 
 
 def show_settings(root: Settings, files: Sequence[str], known_codes: Sequence[str]) -> str:

@@ -12,6 +12,14 @@ from syncguard.config import Settings
 from syncguard.engine import LintResult, lint_files
 
 
+def write_tree(root: Path, files: Mapping[str, str]) -> None:
+    """Write ``files`` (relative path -> source, dedented) below ``root``."""
+    for relative, source in files.items():
+        path = root / relative
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(inspect.cleandoc(source) + "\n", encoding="utf-8")
+
+
 def lint_tree(
     files: Mapping[str, str], *, settings: Settings | None = None, scope: str | None = None
 ) -> LintResult:
@@ -20,10 +28,7 @@ def lint_tree(
     Paths in the result are relative to that folder.
     """
     with tempfile.TemporaryDirectory(prefix="syncguard-") as folder:
-        for relative, source in files.items():
-            path = Path(folder, relative)
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(inspect.cleandoc(source) + "\n", encoding="utf-8")
+        write_tree(Path(folder), files)
         previous = os.getcwd()
         os.chdir(folder)
         try:
