@@ -45,9 +45,11 @@ from syncguard.receivers import annotation_type, union
 from syncguard.rule import Rule
 from syncguard.scope import Scope
 from syncguard.values import (
+    BOOL,
     DEVICE,
     FORWARDED,
     HOST,
+    INDEX,
     NOT_NONE,
     PYSEQ,
     TENSOR,
@@ -141,6 +143,40 @@ def _part_sources(
         host = all(part is not None for part in each)
         found.append(tuple(sorted(frozenset().union(*each))) if host else None)  # type: ignore[arg-type]
     return tuple(found)
+
+
+# Methods that only tensors have (of the common ones): a parameter they are called on in
+# its function is a tensor there, whatever the annotation does not say.
+_TENSOR_USES = frozenset(
+    {"cpu", "cuda", "numel", "masked_fill", "masked_fill_", "index_select", "unsqueeze",
+     "new_zeros", "new_ones", "new_empty", "new_full", "new_tensor", "element_size",
+     "is_cuda", "detach", "nonzero", "argmax", "cumsum", "sum"}
+)  # fmt: skip
+
+
+def _used_as_tensors(
+    node: ast.FunctionDef | ast.AsyncFunctionDef, env: dict[str, Value]
+) -> set[str]:
+    """Parameters of ``node`` (not known host data) that its body calls a tensor-only
+    method on (``x.sum()``, ``x.cpu()``)."""
+    found: set[str] = set()
+    pending: list[ast.AST] = list(node.body)
+    while pending:
+        current = pending.pop()
+        if isinstance(current, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+            continue  # a nested scope's own names
+        if (
+            isinstance(current, ast.Call)
+            and isinstance(current.func, ast.Attribute)
+            and current.func.attr in _TENSOR_USES
+            and isinstance(current.func.value, ast.Name)
+        ):
+            name = current.func.value.id
+            value = env.get(name)
+            if value is not None and value.place is Place.PARAM and PYSEQ not in value.tags:
+                found.add(name)
+        pending.extend(ast.iter_child_nodes(current))
+    return found
 
 
 def _filled_attributes(node: ast.ClassDef) -> set[str]:
@@ -253,6 +289,7 @@ class FileAnalyzer(Walker):
         self.registrars: dict[str, str] = {}
         # Functions (analysed so far, by qualified name) whose every return is device data.
         self.device_results: dict[str, Value] = {}
+        self.result_kinds: dict[str, frozenset[str]] = {}  # functions returning tensors
         self.scope = self._new_scope(
             FunctionFacts(MODULE_SCOPE, 1, None, (), "module", (), None), {}, None, None
         )
@@ -381,11 +418,7 @@ class FileAnalyzer(Walker):
                     for arg in node.args
                     if not isinstance(arg, ast.Starred)
                 ),
-                kwargs=tuple(
-                    (keyword.arg, self._argument_value(keyword.value))
-                    for keyword in node.keywords
-                    if keyword.arg is not None
-                ),
+                kwargs=self._keyword_values(node),
                 in_loop=self.in_loop,
                 requires=self.scope.requires,
                 spread=any(isinstance(arg, ast.Starred) for arg in node.args)
@@ -431,6 +464,23 @@ class FileAnalyzer(Walker):
             self.scope.facts.steps = True
         for loop in self.scope.open_loops:
             loop[2].add(kind)
+
+    def _keyword_values(self, node: ast.Call) -> tuple[tuple[str, Value], ...]:
+        """What ``node`` passes by keyword: its keywords, and the items of a local dict it
+        spreads whose names are known (``model(**inputs)`` after ``inputs["grid"] =
+        grid.cpu()`` passes host data for ``grid``)."""
+        found = [
+            (keyword.arg, self._argument_value(keyword.value))
+            for keyword in node.keywords
+            if keyword.arg is not None
+        ]
+        given = {name for name, _ in found}
+        for keyword in node.keywords:
+            spread = keyword.value
+            if keyword.arg is None and isinstance(spread, ast.Name):
+                items = self.scope.dict_items.get(spread.id, {})
+                found += [(k, v) for k, v in items.items() if k not in given]
+        return tuple(found)
 
     def _own_kwargs(self, node: ast.expr) -> bool:
         """True for this function's ``**kwargs`` parameter, unchanged."""
@@ -557,6 +607,8 @@ class FileAnalyzer(Walker):
                 env[argument.arg] = known.with_tags(TENSOR)
             elif SEQUENCE_ANNOTATION.match(annotation):
                 env[argument.arg] = known.with_tags(PYSEQ)
+        for name in _used_as_tensors(node, env):
+            env[name] = env[name].with_tags(TENSOR)  # x.sum(), x.cpu() elsewhere: a tensor
         line_text = self.lines[node.lineno - 1] if node.lineno <= len(self.lines) else ""
         marker = _MARKER.search(line_text)
         facts = FunctionFacts(
@@ -621,6 +673,14 @@ class FileAnalyzer(Walker):
             self.device_results[name] = Value(Place.DEVICE, frozenset(), tags)
         else:
             self.device_results.pop(name, None)
+        # What it returns, wherever that lives: ``def all_true(t): return t.sum() == n``
+        # returns a boolean tensor, which an ``if`` on its result syncs on.
+        kinds = frozenset.intersection(*(v.kinds for v in returns)) if returns else frozenset()
+        kinds &= {TENSOR, BOOL, INDEX}
+        if kinds and TENSOR in kinds:
+            self.result_kinds[name] = kinds
+        else:
+            self.result_kinds.pop(name, None)
 
     def _remember_attributes(self, class_name: str, self_name: str) -> None:
         prefix = f"{self_name}."

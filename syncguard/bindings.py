@@ -95,6 +95,7 @@ class Bindings:
         self._subclasses_memo: dict[ClassId, list[ClassId]] = {}
         self._by_name_memo: dict[str, list[FunctionId]] | None = None
         self._values_memo: dict[tuple[str, str | None, tuple], frozenset[tuple]] = {}
+        self._registered_memo: dict[tuple[str, str], frozenset[tuple]] | None = None
         self.by_path = {file.path: file for file in files}
         # Each file's module as the tree imports it: a package below a folder without an
         # ``__init__.py`` (a namespace package, ``megatron/core/``) is named ``core`` by its
@@ -420,7 +421,9 @@ class Bindings:
             )
         if kind == "global":
             held = self.by_path[path].facts.globals.get(expr[1])
-            return self.values(path, None, held) if held is not None else frozenset()
+            held_values = self.values(path, None, held) if held is not None else frozenset()
+            registered = self._registered().get((path, expr[1]))
+            return held_values | {("box", registered)} if registered else held_values
         if kind == "attr":
             return self._attribute_values(path, context, expr[1])
         if kind == "func":
@@ -437,6 +440,30 @@ class Bindings:
                         found |= self.values(fid[0], fid[1], returns)
             return frozenset(found)
         return frozenset()
+
+    def _registered(self) -> dict[tuple[str, str], frozenset[tuple]]:
+        """(file, module-level name) -> the functions and classes that a registration
+        decorator of that file puts into it (``@register("cuda")`` on a definition)."""
+        if self._registered_memo is None:
+            found: dict[tuple[str, str], set[tuple]] = {}
+            for file in sorted(self.files, key=lambda f: f.path):
+                facts = file.facts
+                members = [
+                    (qualname, f.decorators, "function") for qualname, f in facts.functions.items()
+                ] + [(qualname, c.decorators, "class") for qualname, c in facts.classes.items()]
+                for qualname, decorators, kind in members:
+                    for decorator in decorators:
+                        target = self.resolve_name((file.path, MODULE_SCOPE), decorator)
+                        if target is None and "." in decorator:
+                            target = self.resolve_dotted(decorator, file.root)
+                        if target is None:
+                            continue
+                        registry = self.by_path[target[0]].facts.registrars.get(target[1])
+                        if registry is not None:
+                            token = (kind, (file.path, qualname))
+                            found.setdefault((target[0], registry), set()).add(token)
+            self._registered_memo = {key: frozenset(value) for key, value in found.items()}
+        return self._registered_memo
 
     def _callable(self, path: str, context: str | None, callee: tuple) -> frozenset[tuple]:
         """What ``callee`` may call: a function or class it names, or the methods of

@@ -16,22 +16,24 @@ from collections.abc import Callable, Collection
 from syncguard.bindings import FunctionId
 from syncguard.callgraph import CallGraph
 from syncguard.facts import CallSite, Requirement
-from syncguard.values import CPU, FALSY, FORWARDED, NONE, NOT_NONE, TRUTHY
+from syncguard.values import CPU, FALSY, FORWARDED, NONE, NOT_NONE, PYSEQ, TRUTHY
 
 # Argument states (see Branches.argument_state) that contradict a requirement.
 _CONTRADICTS = {
-    "none": frozenset({"false", "true", "given", "cpu"}),
+    "none": frozenset({"false", "true", "given", "cpu", "sequence"}),
     "not-none": frozenset({"none"}),
     "true": frozenset({"none", "false"}),
     "false": frozenset({"true", "cpu"}),
     "accelerator": frozenset({"none", "cpu"}),  # a device to copy to: not None, not "cpu"
+    "tensor": frozenset({"none", "false", "true", "cpu", "sequence"}),  # isinstance(x, Tensor)
 }
 _COMPARE: dict[str, Callable[[float, float], bool]] = {
     ">": operator.gt, ">=": operator.ge, "<": operator.lt, "<=": operator.le,
     "==": operator.eq, "!=": operator.ne,
 }  # fmt: skip
 _ARGUMENT_STATES = (
-    (NONE, "none"), (FALSY, "false"), (TRUTHY, "true"), (CPU, "cpu"), (NOT_NONE, "given")
+    (NONE, "none"), (FALSY, "false"), (TRUTHY, "true"), (CPU, "cpu"), (PYSEQ, "sequence"),
+    (NOT_NONE, "given"),
 )  # fmt: skip
 
 
@@ -236,5 +238,6 @@ def contradicts(required: str, passed: str | None) -> bool:
         if required.startswith("cmp:"):
             _, comparison, bound = required.split(":", 2)
             return not _COMPARE[comparison](number, float(bound))
-        return {"none": True, "true": number == 0, "false": number != 0}.get(required, False)
+        states = {"none": True, "true": number == 0, "false": number != 0, "tensor": True}
+        return states.get(required, False)
     return passed in _CONTRADICTS.get(required, ())

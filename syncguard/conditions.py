@@ -138,12 +138,27 @@ def none_check(test: ast.expr) -> tuple[str, bool] | None:
     return None
 
 
+def _names_tensor_class(node: ast.expr) -> bool:
+    """``torch.Tensor``, ``Tensor``: the class of tensors (not a tuple of classes)."""
+    name = node.attr if isinstance(node, ast.Attribute) else getattr(node, "id", "")
+    return name == "Tensor"
+
+
 def requirement_of(atom: ast.expr, holds: bool) -> Requirement | None:
     """The requirement on a name that a simple test being ``holds`` states: ``("p",
     "true")`` for ``p``, ``("p", "none")`` for ``p is None``, ``("p", "cmp:>:0")`` for
     ``p > 0``."""
     if isinstance(atom, ast.Name):
         return atom.id, "true" if holds else "false"
+    if (
+        isinstance(atom, ast.Call)
+        and isinstance(atom.func, ast.Name)
+        and atom.func.id == "isinstance"
+        and len(atom.args) == 2
+        and isinstance(atom.args[0], ast.Name)
+        and _names_tensor_class(atom.args[1])
+    ):  # ``isinstance(x, torch.Tensor)``: callers passing lists never take the branch
+        return atom.args[0].id, "tensor" if holds else "not-tensor"
     check = none_check(atom)
     if check is not None:
         return check[0], "none" if check[1] is holds else "not-none"

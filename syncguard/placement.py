@@ -276,7 +276,9 @@ class Placement(AnalyzerState):
             if result is not None and name not in self.scope.env:
                 return self._returned(f"{self.module}.{name}", result)
             if name in self.module_defs and name not in self.scope.env:
-                return self._returned(f"{self.module}.{name}", self._derived_value(node))
+                found = self._returned(f"{self.module}.{name}", self._derived_value(node))
+                kinds = self.result_kinds.get(name)
+                return found.with_tags(*kinds) if kinds else found
             if name in self.scope.env:
                 return self._derived_value(node)
             if name in HOST_BUILTINS:
@@ -537,6 +539,7 @@ class Placement(AnalyzerState):
                 self.scope.narrowed = {k: v for k, v in self.scope.narrowed.items() if k != key}
         if isinstance(target, ast.Name):
             env[target.id] = as_named(target.id, value)
+            self._note_items(target.id, source)
             if source is None or not self._never_none(source):
                 self.scope.maybe_none.add(target.id)
                 self.scope.rebound_maybe_none.add(target.id)
@@ -568,6 +571,13 @@ class Placement(AnalyzerState):
         elif isinstance(target, ast.Subscript) and isinstance(target.value, ast.Name):
             # batch[k] = gathered: a local container now also holds what it is given.
             name = target.value.id
+            items = self.scope.dict_items.get(name)
+            if items is not None:
+                item = target.slice
+                if isinstance(item, ast.Constant) and isinstance(item.value, str):
+                    items[item.value] = value  # inputs["grid"] = grid.cpu()
+                else:
+                    del self.scope.dict_items[name]  # an item of unknown name
             current = env.get(name)
             if (
                 current is not None
@@ -584,6 +594,20 @@ class Placement(AnalyzerState):
             if key in self.scope.buffers:  # assigning a tensor to a buffer keeps it a buffer
                 value = UNKNOWN.with_tags(TENSOR)
             env[key] = as_named(target.attr, value)
+
+    def _note_items(self, name: str, source: ast.expr | None) -> None:
+        """Remember where the items of a dict literal with string keys bound to ``name``
+        live (forget them when ``name`` is bound to anything else)."""
+        items = self.scope.dict_items
+        if isinstance(source, ast.Dict) and all(
+            isinstance(key, ast.Constant) and isinstance(key.value, str) for key in source.keys
+        ):
+            items[name] = {
+                key.value: self.value(value)  # type: ignore[union-attr]
+                for key, value in zip(source.keys, source.values, strict=True)
+            }
+        elif name in items:
+            del items[name]
 
     @contextmanager
     def _comprehension_scope(self, generators: list[ast.comprehension]) -> Iterator[None]:

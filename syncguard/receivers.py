@@ -163,8 +163,10 @@ class Receivers(Placement):
                 return ("func", ("self", name))  # a method, named in its class's body
             if name in scope.env or name == scope.self_name:
                 return None  # a local of unknown kind
-            if scope is not self.module_scope and name in self.module_scope.types:
-                return ("global", name)
+            if scope is not self.module_scope and (
+                name in self.module_scope.types or name in self.module_names
+            ):
+                return ("global", name)  # also a registry its decorators fill
             if name in self.module_defs or name in self.imports or name in scope.imports:
                 callee = self.callee_of(node)
                 return ("func", callee) if callee is not None else None

@@ -40,6 +40,9 @@ class Scope:
     kwargs_name: str | None = None  # the ``**kwargs`` parameter
     # Parameters annotated with a class: of this module with host fields, or imported.
     typed_params: dict[str, str] = field(default_factory=dict)
+    # Local dicts with known string keys: name -> key -> where that item lives (what a
+    # call given ``**inputs`` passes for each of them).
+    dict_items: dict[str, dict[str, Value]] = field(default_factory=dict)
     # Local name -> what it holds, for the project phase (see :mod:`syncguard.receivers`).
     types: dict[str, tuple] = field(default_factory=dict)
     # Loops being walked: [first line, last line, flags].
@@ -70,8 +73,10 @@ class AnalyzerState:
     host_fields: dict[str, frozenset[str]]
     host_records: set[str]
     class_attributes: dict[str, dict[str, Value]]  # self.attr placements from __init__
-    # Functions (analysed so far, by qualified name) whose every return is device data.
+    # Functions (analysed so far, by qualified name) whose every return is device data,
+    # and those whose every return is a tensor (its kind tags).
     device_results: dict[str, Value]
+    result_kinds: dict[str, frozenset[str]]
     scope: Scope
     module_scope: Scope
     statement: tuple[int, int]  # first and last line of the statement being walked
