@@ -142,7 +142,7 @@ def _error(message: str) -> int:
 
 def _run_check(args: argparse.Namespace) -> int:
     from syncguard.config import ConfigError, check_selectors, find_config, load, parse_codes
-    from syncguard.reporting import WRITERS, summary, write_statistics
+    from syncguard.reporting import WRITERS, display, summary, write_statistics
     from syncguard.rules import all_rules
 
     try:
@@ -183,12 +183,25 @@ def _run_check(args: argparse.Namespace) -> int:
     else:
         result = _lint(args, settings)
     output_format = args.output_format or ("full" if sys.stdout.isatty() else "concise")
-    color = sys.stdout.isatty() and not args.no_color and "NO_COLOR" not in os.environ
+    for_people = output_format in ("full", "concise")
+    shown = display(sys.stdout, args.no_color)
     output = _Output()
 
     def report(out: TextIO) -> None:
-        WRITERS[output_format](result.findings, result.rules, out, color)
-        if args.statistics:
+        if for_people and shown.color:
+            from syncguard import terminal
+
+            draw = terminal.write_full if output_format == "full" else terminal.write_concise
+            draw(result.findings, result.rules, terminal.console(out, color=True))
+        else:
+            WRITERS[output_format](result.findings, result.rules, out)
+        if args.statistics and for_people and shown.rich:
+            from syncguard import terminal
+
+            terminal.write_statistics(
+                result.findings, result.rules, terminal.console(out, shown.color)
+            )
+        elif args.statistics:
             write_statistics(result.findings, result.rules, out)
 
     def closing(out: TextIO) -> None:
@@ -247,14 +260,16 @@ def _discard_stdout() -> None:
         pass
 
 
-def progress_bar(output_format: str | None) -> ProgressBar | None:
-    """A progress bar on stderr when it is a terminal and the output is meant for people
-    (never with json, sarif or github output, which tools read)."""
+def progress_bar(output_format: str | None, no_color: bool = False) -> ProgressBar | None:
+    """A progress bar on stderr when it is a terminal (not a dumb one) and the output is
+    meant for people (never with json, sarif or github output, which tools read)."""
     from syncguard.progress import ProgressBar
+    from syncguard.reporting import display
 
     if output_format not in (None, "full", "concise") or not sys.stderr.isatty():
         return None
-    return ProgressBar(sys.stderr)
+    shown = display(sys.stderr, no_color)
+    return ProgressBar(sys.stderr, color=shown.color) if shown.rich else None
 
 
 def _lint(args: argparse.Namespace, settings: Settings) -> LintResult:
@@ -300,7 +315,7 @@ def _jobs(asked: int | None) -> int:
 @contextlib.contextmanager
 def _progress(args: argparse.Namespace) -> Iterator[ProgressBar | None]:
     """A progress bar for the per-file phase where one is wanted, erased afterwards."""
-    progress = progress_bar(args.output_format)
+    progress = progress_bar(args.output_format, args.no_color)
     try:
         yield progress
     finally:
@@ -350,18 +365,25 @@ def rule(**params: Any) -> int:
 
 
 def _run_rule(args: argparse.Namespace) -> int:
-    from syncguard.ruledoc import rule_listing, rule_text
+    from syncguard.reporting import display
+    from syncguard.ruledoc import listing_markdown, rule_listing, rule_markdown, rule_text
     from syncguard.rules import all_rules
 
     rules = all_rules()
-    output = _Output()
-    if args.show_all or not args.code:
-        output.write(lambda out: out.write(rule_listing(rules, args.output_format)))
-        return output.status(EXIT_CLEAN)
-    code = args.code.upper()
-    if code not in rules:
+    code = (args.code or "").upper()
+    if code and not args.show_all and code not in rules:
         return _error(f"unknown rule {args.code!r}; `syncguard rule --all` lists them")
-    output.write(lambda out: out.write(rule_text(rules[code], args.output_format)))
+    shown = display(sys.stdout)
+    output = _Output()
+    if args.output_format == "text" and shown.rich:  # a terminal: rendered Markdown
+        from syncguard import terminal
+
+        text = rule_markdown(rules[code]) if code and not args.show_all else listing_markdown(rules)
+        output.write(lambda out: terminal.write_markdown(text, terminal.console(out, shown.color)))
+    elif args.show_all or not code:
+        output.write(lambda out: out.write(rule_listing(rules, args.output_format)))
+    else:
+        output.write(lambda out: out.write(rule_text(rules[code], args.output_format)))
     return output.status(EXIT_CLEAN)
 
 

@@ -163,33 +163,53 @@ def markdown(rules: Mapping[str, type[Rule]]) -> str:
             f"{'yes' if doc.fix else ''} | {message} |"
         )
     for doc in docs:
-        lines += [
-            "",
-            f"## {doc.code} {doc.name}",
-            "",
-            f"{doc.message}.",
-            "",
-            f"Family: {doc.family}. Autofix: {'yes' if doc.fix else 'no'}.",
-            "",
-            "**What it flags.** " + doc.flags,
-            "",
-            f"**{doc.why_title}.** " + doc.why,
-            "",
-            f"**Measured cost.** {doc.cost or 'not measured'}.",
-            "",
-            "**How to fix.** " + doc.how_to_fix,
-            "",
-            "Example (reported):",
-            "",
-            "```python",
-            doc.example,
-            "```",
-        ]
-        if doc.fixed:
-            lines += ["", "After `syncguard check --fix`:", "", "```python", doc.fixed, "```"]
-        if doc.sync_free:
-            lines += ["", "Not reported:", "", "```python", doc.sync_free, "```"]
+        lines += ["", *_section(doc)]
     return "\n".join(lines) + "\n"
+
+
+def _section(doc: RuleDoc) -> list[str]:
+    """One rule's part of docs/rules.md (also what `syncguard rule` shows on a terminal)."""
+    lines = [
+        f"## {doc.code} {doc.name}",
+        "",
+        f"{doc.message}.",
+        "",
+        f"Family: {doc.family}. Autofix: {'yes' if doc.fix else 'no'}.",
+        "",
+        "**What it flags.** " + doc.flags,
+        "",
+        f"**{doc.why_title}.** " + doc.why,
+        "",
+        f"**Measured cost.** {doc.cost or 'not measured'}.",
+        "",
+        "**How to fix.** " + doc.how_to_fix,
+        "",
+        "Example (reported):",
+        "",
+        "```python",
+        doc.example,
+        "```",
+    ]
+    if doc.fixed:
+        lines += ["", "After `syncguard check --fix`:", "", "```python", doc.fixed, "```"]
+    if doc.sync_free:
+        lines += ["", "Not reported:", "", "```python", doc.sync_free, "```"]
+    return lines
+
+
+def rule_markdown(rule: type[Rule]) -> str:
+    """Everything about one rule, as Markdown (the text of its docs/rules.md section)."""
+    return "\n".join(_section(rule_doc(rule))) + "\n"
+
+
+def listing_markdown(rules: Mapping[str, type[Rule]]) -> str:
+    """The rule list as a Markdown table: code, name, family, autofix."""
+    rows = ["| Code | Name | Family | Autofix |", "|---|---|---|---|"]
+    rows += [
+        f"| {rule.code} | {rule.name} | {rule.family()} | {'yes' if rule.fixable() else ''} |"
+        for rule in rules.values()
+    ]
+    return "\n".join(rows) + "\n"
 
 
 if __name__ == "__main__":
