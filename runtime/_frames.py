@@ -39,16 +39,38 @@ _foreign_dirs: list[str] = []
 _known_packages: set[str] = set()
 
 
+# torch.compile's generated code is torch's: FX graph modules (``<eval_with_key>.N``) and
+# the modules inductor writes into its cache folder.
+_FX_GENERATED = "<eval_with_key>"
+_INDUCTOR_CACHE = "torch._inductor.runtime.cache_dir_utils"
+
+
 def _package_dirs() -> list[str]:
-    """Folders of the foreign packages imported so far (torch, pytest, pluggy)."""
-    for name in _FOREIGN_PACKAGES:
-        module = sys.modules.get(name)
-        if name in _known_packages or module is None or not getattr(module, "__file__", None):
-            continue
-        _known_packages.add(name)
-        _foreign_dirs.append(os.path.dirname(os.path.abspath(module.__file__ or "")) + os.sep)
-        _owner_cache.clear()
+    """Folders of the foreign packages imported so far (torch, pytest, pluggy, inductor's
+    generated code)."""
+    if len(_known_packages) <= len(_FOREIGN_PACKAGES):
+        for name in (*_FOREIGN_PACKAGES, _INDUCTOR_CACHE):
+            module = sys.modules.get(name)
+            if name in _known_packages or module is None:
+                continue
+            folder = _inductor_cache(module) if name == _INDUCTOR_CACHE else _folder(module)
+            if folder:
+                _known_packages.add(name)
+                _foreign_dirs.append(folder + os.sep)
+                _owner_cache.clear()
     return _foreign_dirs
+
+
+def _folder(module: object) -> str:
+    filename = getattr(module, "__file__", None)
+    return os.path.dirname(os.path.abspath(filename)) if filename else ""
+
+
+def _inductor_cache(module: object) -> str:
+    try:
+        return os.path.abspath(str(module.cache_dir()))  # type: ignore[attr-defined]
+    except Exception:  # an unusable cache folder: inductor itself will say so
+        return ""
 
 
 def owner(filename: str) -> str:
@@ -62,7 +84,7 @@ def owner(filename: str) -> str:
     audit_module = folder == _RUNTIME_DIR and (name.startswith("_") or name in _AUDIT_MODULES)
     if path == _WARNINGS_FILE or audit_module:
         result = "syncguard"
-    elif any(path.startswith(folder) for folder in dirs):
+    elif path.startswith(_FX_GENERATED) or any(path.startswith(folder) for folder in dirs):
         result = "foreign"
     else:
         result = "user"

@@ -19,7 +19,8 @@ import linecache
 import os
 import sys
 import warnings
-from collections.abc import Callable, Iterable
+import weakref
+from collections.abc import AsyncGenerator, Callable, Generator, Iterable
 from contextvars import ContextVar
 from dataclasses import asdict, dataclass, replace
 from types import FrameType, TracebackType
@@ -47,12 +48,17 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 @dataclass(eq=False)
 class _Activation:
-    """One audit active in one context (a ``with`` block or one decorated call)."""
+    """One audit active in one context: a ``with`` block, one decorated call, or one step
+    of a decorated generator. It refers to its audit weakly, so that an audit never exited
+    can still be garbage-collected (and release what it holds)."""
 
-    audit: SyncAudit
+    audit_ref: weakref.ref[SyncAudit]
     mode: str
-    frame: FrameType | None
+    frame_id: int  # the frame whose callers are outside the block (0: none)
     simulated: bool
+    lease: Any  # _hooks.Lease
+    where: tuple[str, int]  # where it was entered, for the never-exited warning
+    live: bool = True
 
 
 ACTIVE: ContextVar[tuple[_Activation, ...]] = ContextVar("syncguard_audits", default=())
@@ -127,6 +133,8 @@ class SyncAudit:
         self.allowed: list[SyncEvent] = []
         self._first_seen: set[str] = set()
         self._detection = ""
+        self._live: list[_Activation] = []
+        weakref.finalize(self, _abandon, self._live, self.mode)
 
     def __repr__(self) -> str:
         return f"<SyncAudit mode={self.mode} events={len(self.events)}>"
@@ -183,43 +191,125 @@ class SyncAudit:
         exc: BaseException | None,
         traceback: TracebackType | None,
     ) -> None:
-        mine = [activation for activation in ACTIVE.get() if activation.audit is self]
-        if mine:
-            self._deactivate(mine[-1])
+        """Leave the block: this context's activation, else the latest one (another thread or
+        task may exit an audit it did not enter)."""
+        mine = [item for item in ACTIVE.get() if item.live and item.audit_ref() is self]
+        activation = mine[-1] if mine else (self._live[-1] if self._live else None)
+        if activation is not None:
+            _deactivate(activation, self._live)
 
     def __call__(self, func: F) -> F:
-        """Decorate ``func``: each call runs under this audit (see ``SYNCGUARD_AUDIT``)."""
+        """Decorate ``func``: each call runs under this audit (see ``SYNCGUARD_AUDIT``).
+
+        A generator (or async generator) function is audited while its body runs, step by
+        step: the audit is not active while the generator is suspended at a ``yield``.
+        """
         if not callable(func):
             raise TypeError(f"sync_audit: can only decorate a callable, got {func!r}")
-        if inspect.iscoroutinefunction(func):
+        if inspect.isasyncgenfunction(func):
+            wrapper: Any = self._audited_async_generator(func)
+        elif inspect.isgeneratorfunction(func):
+            wrapper = self._audited_generator(func)
+        elif inspect.iscoroutinefunction(func):
+            wrapper = self._audited_coroutine(func)
+        else:
 
             @functools.wraps(func)
-            async def audited_coroutine(*args: Any, **kwargs: Any) -> Any:
+            def wrapper(*args: Any, **kwargs: Any) -> Any:
                 mode = env_mode(self.mode)
                 if mode is None:
-                    return await func(*args, **kwargs)
+                    return func(*args, **kwargs)
                 activation = self._activate(mode, sys._getframe(0))
                 try:
-                    return await func(*args, **kwargs)
+                    return func(*args, **kwargs)
                 finally:
-                    self._deactivate(activation)
+                    _deactivate(activation, self._live)
 
-            audited_coroutine.audit = self  # type: ignore[attr-defined]
-            return audited_coroutine  # type: ignore[return-value]
+        wrapper.audit = self
+        return wrapper  # type: ignore[no-any-return]
 
+    def _audited_coroutine(self, func: Callable[..., Any]) -> Callable[..., Any]:
         @functools.wraps(func)
-        def audited(*args: Any, **kwargs: Any) -> Any:
+        async def audited_coroutine(*args: Any, **kwargs: Any) -> Any:
             mode = env_mode(self.mode)
             if mode is None:
-                return func(*args, **kwargs)
+                return await func(*args, **kwargs)
             activation = self._activate(mode, sys._getframe(0))
             try:
-                return func(*args, **kwargs)
+                return await func(*args, **kwargs)
             finally:
-                self._deactivate(activation)
+                _deactivate(activation, self._live)
 
-        audited.audit = self  # type: ignore[attr-defined]
-        return audited  # type: ignore[return-value]
+        return audited_coroutine
+
+    def _audited_generator(self, func: Callable[..., Any]) -> Callable[..., Any]:
+        @functools.wraps(func)
+        def audited_generator(*args: Any, **kwargs: Any) -> Generator[Any, Any, Any]:
+            mode = env_mode(self.mode)
+            if mode is None:
+                return (yield from func(*args, **kwargs))
+            frame = sys._getframe(0)
+            inner = func(*args, **kwargs)
+            sent: Any = None
+            thrown: BaseException | None = None
+            while True:
+                activation = self._activate(mode, frame)
+                try:
+                    item = inner.send(sent) if thrown is None else inner.throw(thrown)
+                except StopIteration as stop:
+                    return stop.value
+                finally:
+                    thrown = None
+                    _deactivate(activation, self._live)
+                try:
+                    sent = yield item
+                except GeneratorExit:
+                    activation = self._activate(mode, frame)
+                    try:
+                        inner.close()
+                    finally:
+                        _deactivate(activation, self._live)
+                    raise
+                except BaseException as error:
+                    thrown = error
+
+        return audited_generator
+
+    def _audited_async_generator(self, func: Callable[..., Any]) -> Callable[..., Any]:
+        @functools.wraps(func)
+        async def audited_async_generator(*args: Any, **kwargs: Any) -> AsyncGenerator[Any, Any]:
+            mode = env_mode(self.mode)
+            frame = sys._getframe(0)
+            inner = func(*args, **kwargs)
+            sent: Any = None
+            thrown: BaseException | None = None
+            while True:
+                activation = None if mode is None else self._activate(mode, frame)
+                try:
+                    if thrown is None:
+                        item = await inner.asend(sent)
+                    else:
+                        item = await inner.athrow(thrown)
+                except StopAsyncIteration:
+                    return
+                finally:
+                    thrown = None
+                    if activation is not None:
+                        _deactivate(activation, self._live)
+                try:
+                    sent = yield item
+                except GeneratorExit:
+                    activation = None if mode is None else self._activate(mode, frame)
+                    try:
+                        await inner.aclose()
+                    finally:
+                        if activation is not None:
+                            _deactivate(activation, self._live)
+                    raise
+                except BaseException as error:
+                    thrown = error
+
+        return audited_async_generator
 
     def _activate(self, mode: str, frame: FrameType | None) -> _Activation:
         from syncguard.runtime import _hooks
@@ -227,18 +317,18 @@ class SyncAudit:
         available = _cuda()
         simulated = (not available) if self.simulate is None else bool(self.simulate)
         self._detection = _describe_detection(simulated, available, self.simulate)
-        activation = _Activation(self, mode, frame, simulated)
-        _hooks.acquire(cuda=not simulated, simulated=simulated)
-        ACTIVE.set((*ACTIVE.get(), activation))
-        return activation
-
-    def _deactivate(self, activation: _Activation) -> None:
-        from syncguard.runtime import _hooks
-
+        lease = _hooks.acquire(cuda=not simulated, simulated=simulated)
         try:
-            ACTIVE.set(tuple(item for item in ACTIVE.get() if item is not activation))
-        finally:
-            _hooks.release(cuda=not activation.simulated, simulated=activation.simulated)
+            where = (frame.f_code.co_filename, frame.f_lineno) if frame else ("<unknown>", 0)
+            activation = _Activation(
+                weakref.ref(self), mode, id(frame) if frame else 0, simulated, lease, where
+            )
+            self._live.append(activation)
+            ACTIVE.set((*ACTIVE.get(), activation))
+        except BaseException:
+            _hooks.release(lease)
+            raise
+        return activation
 
     # --- judging -----------------------------------------------------------------------
 
@@ -310,6 +400,38 @@ def mark_host(tensor: Any) -> Any:
     return tensor
 
 
+def _deactivate(activation: _Activation, live: list[_Activation]) -> None:
+    """End ``activation`` (once), from any thread or task; restores torch after the last."""
+    if not activation.live:
+        return
+    from syncguard.runtime import _hooks
+
+    activation.live = False
+    try:
+        if activation in live:
+            live.remove(activation)
+        current = ACTIVE.get()
+        if activation in current:
+            ACTIVE.set(tuple(item for item in current if item is not activation))
+    finally:
+        _hooks.release(activation.lease)
+
+
+def _abandon(live: list[_Activation], mode: str) -> None:
+    """Finalizer of an audit: release the activations it never exited, with a warning."""
+    for activation in list(live):
+        path, line = activation.where
+        warnings.warn_explicit(
+            f"sync_audit({mode!r}) entered here was never exited; syncguard restored torch"
+            " (patches, sync debug mode) when the audit was garbage-collected or at"
+            " interpreter exit",
+            RuntimeWarning,
+            path,
+            line,
+        )
+        _deactivate(activation, live)
+
+
 # --- delivery from the detectors -----------------------------------------------------
 
 
@@ -326,7 +448,7 @@ def deliver(
     user-level call as the previous one are merged into its event. Raises SyncError when
     an audit in raise mode does not allow the sync.
     """
-    listeners = [item for item in ACTIVE.get() if item.simulated or not simulated]
+    listeners = [item for item in ACTIVE.get() if item.live and (item.simulated or not simulated)]
     if not listeners:
         return False
     start = sys._getframe(1)
@@ -337,9 +459,10 @@ def deliver(
     if exempt is not None and exempt(site):
         return True
     _boundary.start_call(user)
-    with_torch = any(item.audit.include_torch_frames for item in listeners)
+    audits = [(item, item.audit_ref()) for item in _unique(listeners)]
+    with_torch = any(audit.include_torch_frames for _, audit in audits if audit is not None)
     attributed = _innermost_outside_syncguard(start) if with_torch else user
-    chain = _frames_from(attributed, [item.frame for item in listeners])
+    chain = _frames_from(attributed, [item.frame_id for item in listeners])
     info = frame_info(attributed)
     shown = [frame for frame in chain if with_torch or owner(frame.f_code.co_filename) == "user"]
     event = SyncEvent(
@@ -354,9 +477,9 @@ def deliver(
         simulated=simulated,
     )
     raising = None
-    for activation in _unique(listeners):
-        frames = _policy_frames(chain, activation.frame)
-        if activation.audit._judge(activation.mode, event, frames):
+    for activation, audit in audits:
+        frames = _policy_frames(chain, activation.frame_id)
+        if audit is not None and audit._judge(activation.mode, event, frames):
             raising = event
     if raising is not None:
         raise SyncError(raising)
@@ -376,7 +499,7 @@ def _unique(listeners: list[_Activation]) -> list[_Activation]:
     """One activation per audit (the innermost): a recursive decorated call counts once."""
     seen: dict[int, _Activation] = {}
     for activation in listeners:
-        seen[id(activation.audit)] = activation
+        seen[id(activation.audit_ref())] = activation
     return list(seen.values())
 
 
@@ -387,9 +510,9 @@ def _innermost_outside_syncguard(frame: FrameType | None) -> FrameType:
     return frame or start  # type: ignore[return-value]
 
 
-def _frames_from(frame: FrameType | None, stops: list[FrameType | None]) -> list[FrameType]:
-    """Frames from ``frame`` outwards, up to the outermost activation's frame."""
-    remaining = {id(stop) for stop in stops if stop is not None}
+def _frames_from(frame: FrameType | None, stops: list[int]) -> list[FrameType]:
+    """Frames from ``frame`` outwards, up to the outermost activation's frame (by id)."""
+    remaining = {stop for stop in stops if stop}
     chain: list[FrameType] = []
     while frame is not None and len(chain) < _STACK_LIMIT:
         chain.append(frame)
@@ -401,13 +524,13 @@ def _frames_from(frame: FrameType | None, stops: list[FrameType | None]) -> list
     return chain
 
 
-def _policy_frames(chain: list[FrameType], stop: FrameType | None) -> list[FrameInfo]:
+def _policy_frames(chain: list[FrameType], stop: int) -> list[FrameInfo]:
     """The user frames of ``chain`` inside one activation (allow-lists, suppressions)."""
     frames = []
     for frame in chain:
         if owner(frame.f_code.co_filename) == "user":
             frames.append(frame_info(frame))
-        if frame is stop:
+        if id(frame) == stop:
             break
     return frames
 

@@ -65,7 +65,9 @@ def cli(ctx: click.Context) -> None:
     help="full (default on a terminal), concise, json, sarif or github",
 )
 @click.option("--select", help="comma list of codes or prefixes to report (SG1,SG201)")
+@click.option("--extend-select", help="like --select, added to the config's selection")
 @click.option("--ignore", help="comma list of codes or prefixes not to report")
+@click.option("--extend-ignore", help="the same as --ignore (as in ruff)")
 @click.option(
     "--hot", multiple=True, metavar="PATTERN",
     help="glob over qualified names (pkg.mod.Class.method) of extra hot functions; repeatable",
@@ -75,6 +77,9 @@ def cli(ctx: click.Context) -> None:
     help="hot (default): only hot paths; all: also elsewhere, as warnings",
 )  # fmt: skip
 @click.option("--config", metavar="FILE", help="pyproject.toml to read [tool.syncguard] from")
+@click.option("--force-exclude", is_flag=True, help="apply exclude to paths named here too")
+@click.option("--show-settings", is_flag=True, help="print the settings, their files and why")
+@click.option("--show-files", is_flag=True, help="print the files that would be linted")
 @click.option("--exit-zero", is_flag=True, help="exit 0 even with findings")
 @click.option("--statistics", is_flag=True, help="count findings per rule")
 @click.option("--no-color", is_flag=True, help="never use colours (also: NO_COLOR=1)")
@@ -141,26 +146,19 @@ def _error(message: str) -> int:
 
 
 def _run_check(args: argparse.Namespace) -> int:
-    from syncguard.config import ConfigError, check_selectors, find_config, load, parse_codes
+    from syncguard.config import ConfigError
+    from syncguard.hierarchy import ConfigTree, overrides_of, show
     from syncguard.reporting import WRITERS, display, summary, write_statistics
     from syncguard.rules import all_rules
 
     try:
-        if args.config:
-            config_path: Path | None = Path(args.config)
-        else:
-            config_path = find_config(Path.cwd())
-        settings = load(config_path)
-        overrides = {
-            "select": parse_codes(args.select, "--select") if args.select else None,
-            "ignore": parse_codes(args.ignore, "--ignore") if args.ignore else None,
-            "scope": args.scope,
-            "hot_functions": (*settings.hot_functions, *args.hot) if args.hot else None,
-        }
-        settings = settings.with_overrides(**overrides)
-        check_selectors(settings, list(all_rules()))
+        config = Path(args.config) if args.config else None
+        tree = ConfigTree(overrides_of(vars(args)), list(all_rules()), config)
+        settings = tree.settings_for_paths(args.paths)
     except ConfigError as error:
         return _error(str(error))
+    if args.show_settings or args.show_files:
+        return show(args.paths, settings, args.show_files, args.show_settings)
 
     if args.diff:
         return _diff(args, settings)

@@ -125,9 +125,10 @@ def lint_files(
     settings = settings or Settings()
     rule_classes = all_rules()
     result = LintResult(rules=rule_classes)
-    files, unlintable = discover(paths, settings.exclude)
-    for path, message in unlintable:
-        result.problems.append(Problem(path, 1, 1, message))
+    files, unlintable = discover(paths, settings)
+    for path, located in unlintable:
+        result.problems.append(Problem(path, located.line, located.column, located.message))
+    result.warnings.extend(settings.notes())
     result.files = len(files)
     cache = Cache(Path(cache_dir)) if cache_dir is not None else None
     rules = [rule_class() for rule_class in rule_classes.values()]

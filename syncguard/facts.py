@@ -11,6 +11,9 @@ from dataclasses import dataclass, field
 
 from syncguard.values import Value
 
+# The qualname of a module's top-level code, as if it were a function.
+MODULE_SCOPE = "<module>"
+
 # What Python's tokenizer counts as a line break. str.splitlines also splits at form feeds
 # and other separators, which would shift the lines after them against ``ast``'s numbers.
 LINE_BREAK = re.compile(r"\r\n|\r|\n")
@@ -144,6 +147,18 @@ class FileFacts:
     compiled: list[tuple[str, tuple[str, ...]]]  # (caller, callee ref) for torch.compile(f)
     # Rule-specific facts: rule code -> (qualname of the function, item) from ``ctx.record``.
     records: dict[str, list[tuple[str, object]]] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class Step:
+    """One step of a chain: a line inside a function."""
+
+    path: str
+    line: int
+    function: str  # fully qualified: module.qualname
+
+    def __str__(self) -> str:
+        return f"{self.path}:{self.line} {self.function}"
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,8 +1,14 @@
-"""Reading a Python source file: its bytes, and its text decoded as Python decodes it."""
+"""Reading a Python source file: its bytes, and its text decoded as Python decodes it.
+
+Only regular files are read (a FIFO, a device or a socket named ``*.py`` would block
+the run or never end), and at most :data:`MAX_FILE_BYTES` of them.
+"""
 
 from __future__ import annotations
 
 import io
+import os
+import stat
 import tokenize
 
 from syncguard.facts import FileError
@@ -16,13 +22,57 @@ class Unreadable(Exception):
         self.error = error
 
 
-def read_bytes(path: str) -> bytes:
-    """The bytes of the file at ``path``; raises Unreadable when it cannot be read."""
+# Larger files are refused: no hand-written module comes near (the largest of vLLM,
+# Megatron, DeepSpeed, transformers and the standard library is under 1 MB), and
+# analysing generated data of that size takes minutes and gigabytes.
+MAX_FILE_BYTES = 10 * 1024 * 1024
+# Opening never blocks (a FIFO without a writer) nor makes a terminal ours.
+_OPEN_FLAGS = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0)
+_OPEN_FLAGS |= getattr(os, "O_BINARY", 0)
+_KINDS = (
+    (stat.S_ISDIR, "a folder"),
+    (stat.S_ISFIFO, "a FIFO"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISSOCK, "a socket"),
+)
+
+
+def read_bytes(path: str, limit: int = MAX_FILE_BYTES) -> bytes:
+    """The bytes of the regular file at ``path`` (a symbolic link is followed); raises
+    Unreadable when it cannot be read, is not a regular file or has over ``limit`` bytes.
+
+    The file is looked at before it is opened (opening some devices does something),
+    and again once open, in case it was swapped in between."""
     try:
-        with open(path, "rb") as handle:
-            return handle.read()
+        _check(os.stat(path), limit)
+        descriptor = os.open(path, _OPEN_FLAGS)
     except OSError as error:
         raise Unreadable(FileError(1, 1, f"cannot read: {error.strerror or error}")) from None
+    with open(descriptor, "rb") as handle:
+        try:
+            _check(os.fstat(descriptor), limit)
+            os.set_blocking(descriptor, True)
+            data = handle.read(limit + 1)
+        except OSError as error:
+            message = f"cannot read: {error.strerror or error}"
+            raise Unreadable(FileError(1, 1, message)) from None
+    if len(data) > limit:
+        raise Unreadable(FileError(1, 1, _too_large(len(data), limit)))
+    return data
+
+
+def _check(info: os.stat_result, limit: int) -> None:
+    if not stat.S_ISREG(info.st_mode):
+        kind = next((kind for test, kind in _KINDS if test(info.st_mode)), "not a file")
+        raise Unreadable(FileError(1, 1, f"not a regular file ({kind}): skipped"))
+    if info.st_size > limit:
+        raise Unreadable(FileError(1, 1, _too_large(info.st_size, limit)))
+
+
+def _too_large(size: int, limit: int) -> str:
+    mib = 1024 * 1024
+    return f"too large to lint ({size / mib:.1f} MiB, the limit is {limit / mib:g} MiB): skipped"
 
 
 def decode(data: bytes) -> str:
@@ -38,10 +88,14 @@ def decode(data: bytes) -> str:
     try:
         return data.decode(encoding)
     except (UnicodeDecodeError, LookupError) as error:
-        start = getattr(error, "start", 0)
-        line = data[:start].count(b"\n") + 1
-        column = start - (data.rfind(b"\n", 0, start) + 1) + 1
+        line, column = position(data, getattr(error, "start", 0))
         raise Unreadable(FileError(line, column, f"cannot decode as {encoding}: {error}")) from None
+
+
+def position(data: bytes, offset: int) -> tuple[int, int]:
+    """(line, column), 1-based, of the byte at ``offset`` in ``data``."""
+    line = data.count(b"\n", 0, offset) + 1
+    return line, offset - (data.rfind(b"\n", 0, offset) + 1) + 1
 
 
 def read_source(path: str) -> str:

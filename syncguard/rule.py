@@ -29,8 +29,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar, Protocol
 
 if TYPE_CHECKING:
-    from syncguard.facts import Fix, Span
-    from syncguard.project import Step
+    from syncguard.facts import Fix, Span, Step
     from syncguard.values import Value
 
 FAMILIES = {

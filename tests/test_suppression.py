@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import shutil
+import subprocess
+from pathlib import Path
+
 import pytest
 
 from syncguard.suppression import parse_line
@@ -96,3 +100,21 @@ def test_parse_line() -> None:
     assert suppression is not None
     assert suppression.covers("SG101") and suppression.covers("SG201")
     assert not suppression.covers("SG102")
+
+
+def test_ruff_keeps_syncguard_codes_only_when_they_are_external(tmp_path: Path) -> None:
+    """The README's ruff note: RUF100's fix drops SG codes from a ``noqa`` comment whose
+    ruff code is unused, unless ``[tool.ruff.lint] external = ["SG"]``."""
+    ruff = shutil.which("ruff")
+    if ruff is None:
+        pytest.skip("ruff is not installed")
+    source = "import os  # noqa: F401, SG102\nprint(os.sep)\n"
+    kept = {}
+    for external in (False, True):
+        path = tmp_path / f"external_{external}.py"
+        path.write_text(source)
+        options = ["--config", 'lint.external = ["SG"]'] if external else []
+        command = [ruff, "check", "--isolated", *options, "--select", "RUF100,F401", "--fix"]
+        subprocess.run([*command, "-q", str(path)], check=False, timeout=60)
+        kept[external] = path.read_text().splitlines()[0]
+    assert kept == {False: "import os", True: "import os  # noqa: SG102"}

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 import torch
 
-from syncguard.runtime import SyncError, _hooks, audit, sync_audit
+from syncguard.runtime import SyncError, _wrappers, audit, sync_audit
 
 needs_cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
 MESSAGE = "called a synchronizing CUDA operation"
@@ -162,7 +162,7 @@ def fake(device: str, pinned: bool = False, contiguous: bool = True) -> Any:
 def test_which_copies_block(
     source: Any, target: str, non_blocking: bool, destination: Any, expected: Any
 ) -> None:
-    found = _hooks._transfer_check(source, torch.device(target), non_blocking, destination)
+    found = _wrappers.transfer_check(source, torch.device(target), non_blocking, destination)
     if expected is None:
         assert found is None
     else:

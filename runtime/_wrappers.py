@@ -1,0 +1,367 @@
+"""The audit's wrappers of torch callables, transparent to the program they audit.
+
+Each wrapper gives the result and the exception the original gives, for every call form
+(right or wrong): it reads the call only when the call matches one of the original's
+documented signatures exactly, and otherwise delegates without judging it (on CUDA the
+debug mode still reports what blocks). Where it judges, it records *before* delegating, so
+that in raise mode a blocking copy does not happen. Under ``torch.compile`` (tracing) the
+wrappers delegate at once. Reads of tensor properties for the checks are hidden from the
+program's ``TorchFunctionMode``\\ s and tensor subclasses.
+
+This module imports torch; ``_hooks`` loads it when the first audit starts.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import inspect
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import torch
+
+from syncguard.runtime import audit as _audit
+from syncguard.runtime._events import DEVICE_TO_HOST, EXPLICIT, HOST_TO_DEVICE
+from syncguard.runtime._simulate import HOST_TENSORS, is_host
+
+_ACTIVE = _audit.ACTIVE
+_is_compiling = torch.compiler.is_compiling
+_function_modes = torch._C._len_torch_function_stack
+_Tensor = torch.Tensor
+_UNKNOWN: Any = object()  # a call form the wrapper does not read: delegate unjudged
+with torch._C.DisableTorchFunction():
+    _CPU, _CUDA = torch.device("cpu"), torch.device("cuda")
+
+Wrap = Callable[[Any], Any]
+
+
+def idle() -> bool:
+    """True when a wrapper must only delegate: no audit here, or torch.compile is tracing."""
+    return not _ACTIVE.get() or _is_compiling()
+
+
+@contextlib.contextmanager
+def _torch_function_hidden(tensor: torch.Tensor) -> Iterator[None]:
+    """Hide the checks' property reads from the program's torch-function modes/subclasses."""
+    if type(tensor) is _Tensor and not _function_modes():
+        yield
+        return
+    with torch._C.DisableTorchFunction():
+        yield
+
+
+# --- reading a call against the documented signatures ---------------------------------
+
+_devices: dict[str, torch.device] = {}
+
+
+def _device(value: Any) -> Any:
+    """The torch.device a ``device`` argument names; None for None; _UNKNOWN if unsure."""
+    if value is None:
+        return None
+    if isinstance(value, torch.device):
+        return value
+    if isinstance(value, str):
+        cached = _devices.get(value)
+        if cached is None:
+            cached = _make_device(value)
+            if cached is not _UNKNOWN and len(_devices) < 256:
+                _devices[value] = cached
+        return cached
+    if type(value) is int:
+        return _make_device(value)
+    return _UNKNOWN
+
+
+def _make_device(*spec: Any) -> Any:
+    """``torch.device(*spec)``, unseen by torch-function modes; _UNKNOWN if it is invalid."""
+    with torch._C.DisableTorchFunction():
+        try:
+            return torch.device(*spec)
+        except (RuntimeError, ValueError, TypeError):
+            return _UNKNOWN
+
+
+def bind(
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
+    positional: tuple[str, ...],
+    keyword_only: tuple[str, ...] = (),
+) -> dict[str, Any] | None:
+    """Arguments by name for one signature; None when the call does not fit it."""
+    if len(args) > len(positional):
+        return None
+    bound = dict(zip(positional, args, strict=False))
+    for name, value in kwargs.items():
+        if name in bound or (name not in positional and name not in keyword_only):
+            return None
+        bound[name] = value
+    return bound
+
+
+def _flags_ok(bound: dict[str, Any], *names: str) -> bool:
+    return all(type(bound.get(name, False)) is bool for name in names)
+
+
+def _formats_ok(bound: dict[str, Any]) -> bool:
+    value = bound.get("memory_format")
+    return value is None or isinstance(value, torch.memory_format)
+
+
+_TO_DTYPE = ("dtype", "non_blocking", "copy")
+_TO_DEVICE = ("device", "dtype", "non_blocking", "copy")
+_TO_OTHER = ("other", "non_blocking", "copy")
+_MEMORY_FORMAT = ("memory_format",)
+
+
+def to_call(args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, bool] | None:
+    """(target device or None, non_blocking) of ``Tensor.to(*args, **kwargs)``.
+
+    ``args`` excludes the tensor. None when the call matches none of the three overloads
+    (``to(dtype, ...)``, ``to(device=None, dtype=None, ...)``, ``to(other, ...)``).
+    """
+    first = args[0] if args else None
+    names: tuple[str, ...]
+    if isinstance(first, torch.dtype):
+        names = _TO_DTYPE
+    elif isinstance(first, _Tensor):
+        names = _TO_OTHER
+    else:
+        names = _TO_DEVICE
+    bound = bind(args, kwargs, names, _MEMORY_FORMAT)
+    if bound is None or not _flags_ok(bound, "non_blocking", "copy") or not _formats_ok(bound):
+        return None
+    dtype = bound.get("dtype")
+    if dtype is not None and not isinstance(dtype, torch.dtype):
+        return None
+    if isinstance(first, _Tensor):
+        with _torch_function_hidden(first):
+            target = first.device
+    else:
+        target = _device(bound.get("device"))
+        if target is _UNKNOWN:
+            return None
+    return target, bound.get("non_blocking", False)
+
+
+def cuda_call(args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[torch.device, bool] | None:
+    """(target, non_blocking) of ``Tensor.cuda(device=None, non_blocking=False, *, ...)``."""
+    bound = bind(args, kwargs, ("device", "non_blocking"), _MEMORY_FORMAT)
+    if bound is None or not _flags_ok(bound, "non_blocking") or not _formats_ok(bound):
+        return None
+    device = bound.get("device")
+    if device is None:
+        target: Any = _CUDA
+    elif type(device) is int:
+        target = _make_device("cuda", device) if device >= 0 else _UNKNOWN
+    else:
+        target = _device(device)
+    if target is _UNKNOWN or target.type != "cuda":
+        return None
+    return target, bound.get("non_blocking", False)
+
+
+def copy_call(args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[torch.Tensor, bool] | None:
+    """(source, non_blocking) of ``Tensor.copy_(src, non_blocking=False)``."""
+    bound = bind(args, kwargs, ("src", "non_blocking"))
+    if bound is None or not isinstance(bound.get("src"), _Tensor):
+        return None
+    if not _flags_ok(bound, "non_blocking"):
+        return None
+    return bound["src"], bound.get("non_blocking", False)
+
+
+# --- what blocks ---------------------------------------------------------------------
+
+
+def transfer_check(
+    source: torch.Tensor,
+    target: torch.device | None,
+    non_blocking: bool,
+    destination: torch.Tensor | None = None,
+) -> tuple[str, str] | None:
+    """(kind, detail) when copying ``source`` to ``target`` blocks the host."""
+    if target is None:
+        return None
+    here, there = source.device.type, target.type
+    if "meta" in (here, there) or here == there:
+        return None
+    if here == "cpu":
+        if not non_blocking:
+            return HOST_TO_DEVICE, "blocking host-to-device copy"
+        if not source.is_pinned():
+            return HOST_TO_DEVICE, "non_blocking copy from pageable host memory"
+        if not source.is_contiguous():
+            return HOST_TO_DEVICE, "non_blocking copy from non-contiguous pinned memory"
+        return None
+    if there == "cpu":
+        if not non_blocking:
+            return DEVICE_TO_HOST, "blocking device-to-host copy"
+        if destination is not None and not destination.is_pinned():
+            return DEVICE_TO_HOST, "non_blocking copy into pageable host memory"
+    return None
+
+
+def _deliver_transfer(found: tuple[str, str] | None) -> None:
+    if found is not None:
+        _audit.deliver(found[0], found[1], simulated=False)
+
+
+def _simulated_read(tensor: torch.Tensor, label: str) -> bool:
+    """Report a read of a CPU tensor that simulation treats as device memory."""
+    if tensor.device.type != "cpu" or is_host(tensor):
+        return False
+    return _audit.deliver(DEVICE_TO_HOST, f"{label} (simulated)", simulated=True)
+
+
+def _host_alias(tensor: torch.Tensor, result: Any) -> Any:
+    """In simulation a copy to the host is a new host tensor, not the device one itself."""
+    if result is tensor:
+        with torch._C.DisableTorchFunction():
+            result = tensor.view_as(tensor)
+    HOST_TENSORS.add(result)
+    return result
+
+
+def _tensor_call(args: tuple[Any, ...]) -> torch.Tensor | None:
+    """The tensor a method was called on, when there is one."""
+    return args[0] if args and isinstance(args[0], _Tensor) else None
+
+
+# --- the wrappers --------------------------------------------------------------------
+
+
+def wrap_to(original: Any) -> Any:
+    @functools.wraps(original)
+    def to(*args: Any, **kwargs: Any) -> Any:
+        if idle() or (len(args) == 2 and not kwargs and type(args[1]) is torch.dtype):
+            return original(*args, **kwargs)  # t.to(torch.float16): never a transfer
+        tensor = _tensor_call(args)
+        call = to_call(args[1:], kwargs) if tensor is not None else None
+        if tensor is None or call is None:
+            return original(*args, **kwargs)
+        target, non_blocking = call
+        simulated = False
+        with _torch_function_hidden(tensor):
+            to_host_here = tensor.device.type == "cpu"
+            if target is not None and target.type == "cpu" and to_host_here and not non_blocking:
+                simulated = _audit.mentions_cpu() and _simulated_read(tensor, ".to('cpu')")
+            else:
+                _deliver_transfer(transfer_check(tensor, target, non_blocking))
+        result = original(*args, **kwargs)
+        return _host_alias(tensor, result) if simulated else result
+
+    return to
+
+
+def wrap_cuda(original: Any) -> Any:
+    @functools.wraps(original)
+    def cuda(*args: Any, **kwargs: Any) -> Any:
+        if not idle():
+            tensor = _tensor_call(args)
+            call = cuda_call(args[1:], kwargs) if tensor is not None else None
+            if tensor is not None and call is not None:
+                with _torch_function_hidden(tensor):
+                    _deliver_transfer(transfer_check(tensor, call[0], call[1]))
+        return original(*args, **kwargs)
+
+    return cuda
+
+
+def wrap_cpu(original: Any) -> Any:
+    @functools.wraps(original)
+    def cpu(*args: Any, **kwargs: Any) -> Any:
+        tensor = None if idle() else _tensor_call(args)
+        if tensor is None or bind(args[1:], kwargs, (), _MEMORY_FORMAT) is None:
+            return original(*args, **kwargs)
+        with _torch_function_hidden(tensor):
+            simulated = tensor.device.type == "cpu" and _simulated_read(tensor, ".cpu()")
+            if tensor.device.type != "cpu":
+                _deliver_transfer(transfer_check(tensor, _CPU, False))
+        result = original(*args, **kwargs)
+        return _host_alias(tensor, result) if simulated else result
+
+    return cpu
+
+
+def wrap_copy(original: Any) -> Any:
+    @functools.wraps(original)
+    def copy_(*args: Any, **kwargs: Any) -> Any:
+        if not idle():
+            destination = _tensor_call(args)
+            call = copy_call(args[1:], kwargs) if destination is not None else None
+            if destination is not None and call is not None:
+                source, non_blocking = call
+                with _torch_function_hidden(destination), _torch_function_hidden(source):
+                    found = transfer_check(source, destination.device, non_blocking, destination)
+                _deliver_transfer(found)
+        return original(*args, **kwargs)
+
+    return copy_
+
+
+def wrap_read(label: str, keywords: tuple[str, ...] = ()) -> Wrap:
+    """``tolist`` / ``repr``: a device read; on CPU a simulated one."""
+
+    def wrap(original: Any) -> Any:
+        @functools.wraps(original)
+        def read(*args: Any, **kwargs: Any) -> Any:
+            tensor = None if idle() else _tensor_call(args)
+            if tensor is not None and bind(args[1:], kwargs, (), keywords) is not None:
+                with _torch_function_hidden(tensor):
+                    device = tensor.device.type
+                    if device == "cpu":
+                        _simulated_read(tensor, label)
+                    elif device != "meta":
+                        _audit.deliver(DEVICE_TO_HOST, label, simulated=False)
+            return original(*args, **kwargs)
+
+        return read
+
+    return wrap
+
+
+def wrap_from_numpy(original: Any) -> Any:
+    @functools.wraps(original)
+    def from_numpy(*args: Any, **kwargs: Any) -> Any:
+        result = original(*args, **kwargs)
+        if not idle():
+            HOST_TENSORS.add(result)
+        return result
+
+    return from_numpy
+
+
+def _signature(original: Any) -> inspect.Signature | None:
+    try:
+        return inspect.signature(original)
+    except (TypeError, ValueError):
+        return None
+
+
+def wrap_explicit(label: str) -> Wrap:
+    """An explicit synchronize: recorded when the call binds to its signature."""
+
+    def wrap(original: Any) -> Any:
+        signature = _signature(original)
+
+        @functools.wraps(original)
+        def synchronize(*args: Any, **kwargs: Any) -> Any:
+            if not idle() and _binds(signature, args, kwargs):
+                _audit.deliver(EXPLICIT, label, simulated=False)
+            return original(*args, **kwargs)
+
+        return synchronize
+
+    return wrap
+
+
+def _binds(signature: inspect.Signature | None, args: tuple[Any, ...], kwargs: Any) -> bool:
+    if signature is None:
+        return True
+    try:
+        signature.bind(*args, **kwargs)
+    except TypeError:
+        return False
+    return True
