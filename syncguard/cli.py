@@ -420,6 +420,22 @@ def verify_arguments(params: dict[str, Any]) -> argparse.Namespace:
     return argparse.Namespace(**{**params, "paths": list(params.get("paths", ()))})
 
 
+# ---------------------------------------------------------------- server
+
+
+@cli.command()
+def server() -> int:
+    """Run the language server on stdin/stdout, for editors: diagnostics on open and save,
+    quick fixes, suppressions and hover docs (see docs/editors.md)."""
+    try:
+        from syncguard.server import serve
+    except ImportError as error:
+        if (error.name or "").split(".")[0] not in ("pygls", "lsprotocol"):
+            raise
+        return _error("`syncguard server` needs pygls: pip install 'syncguard[server]'")
+    return serve()
+
+
 # ---------------------------------------------------------------- entry point
 
 
