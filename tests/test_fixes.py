@@ -90,6 +90,34 @@ def test_a_rewrite_libcst_cannot_parse_again_is_not_made(monkeypatch) -> None:
     assert apply_fixes("    x\n", [fix("test-broken", 1, 5, 1, 6)]) == ("    x\n", 0)
 
 
+def test_a_new_codemod_is_one_small_class(monkeypatch) -> None:
+    """The extension point the codemods module documents: a statement-level rewrite (what
+    --add-noqa needs) located by a finding's span anywhere on the statement's lines."""
+    monkeypatch.setitem(CODEMODS, "test-trailing-comment", CODEMODS["replace"])
+
+    class TrailingComment(Codemod):
+        name = "test-trailing-comment"
+        node_type = cst.SimpleStatementLine
+
+        def matches(self, position, span: Span) -> bool:
+            return position.start.line <= span.line <= position.end.line
+
+        def rewrite(self, node: cst.CSTNode, arguments: tuple[str, ...]) -> cst.CSTNode:
+            assert isinstance(node, cst.SimpleStatementLine)
+            comment = cst.Comment(f"# {arguments[0]}")
+            trailing = node.trailing_whitespace.with_changes(
+                whitespace=cst.SimpleWhitespace("  "), comment=comment
+            )
+            return node.with_changes(trailing_whitespace=trailing)
+
+    source = "def f(x):\n    y = g(\n        x)\n    return y\n"
+    found = fix("test-trailing-comment", 3, 9, 3, 10, "noqa: SG101")
+    assert apply_fixes(source, [found]) == (
+        "def f(x):\n    y = g(\n        x)  # noqa: SG101\n    return y\n",
+        1,
+    )
+
+
 def test_text_edit_is_the_smallest_change_the_codemod_makes() -> None:
     source = "import torch\nbuf[0] = 0\n"
     edit = text_edit(source, fix("one-element-slice", 2, 1, 2, 7))
