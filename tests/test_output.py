@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from conftest import REPO
+from syncguard.cli import main
 from syncguard.facts import Span
 from syncguard.project import Finding, Step
 from syncguard.reporting import WRITERS, display, write_statistics
@@ -64,20 +65,44 @@ def test_plain_outputs_are_byte_identical_to_before(tmp_path, monkeypatch, name:
     assert out.getvalue() == GOLDEN[name]
 
 
-def run_in(terminal: bool, *args: str, **env: str) -> str:
-    """stdout of ``python -m syncguard ARGS`` in a pseudo-terminal or a pipe."""
+TREE = ("check", "fixtures/chunked/before", "--no-cache")
+
+
+class Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+@pytest.fixture
+def run(monkeypatch: pytest.MonkeyPatch):
+    """``run(terminal, *args, **env)``: stdout of ``syncguard ARGS`` in this process, written
+    to a terminal or not, with ``env`` set (and no NO_COLOR / FORCE_COLOR otherwise)."""
+
+    def run(terminal: bool, *args: str, **env: str) -> str:
+        with monkeypatch.context() as patch:
+            patch.chdir(REPO)
+            for name in ("NO_COLOR", "FORCE_COLOR"):
+                patch.delenv(name, raising=False)
+            for name, value in {"TERM": "xterm-256color", "COLUMNS": "120", **env}.items():
+                patch.setenv(name, value)
+            out = Terminal() if terminal else io.StringIO()
+            patch.setattr(sys, "stdout", out)
+            main(list(args))
+        return out.getvalue()
+
+    return run
+
+
+def in_a_terminal(*args: str) -> str:
+    """stdout of ``python -m syncguard ARGS`` run in a real pseudo-terminal."""
     environment = {k: v for k, v in os.environ.items() if k not in ("NO_COLOR", "FORCE_COLOR")}
-    environment.update({"TERM": "xterm-256color", "COLUMNS": "120", **env})
-    command = [sys.executable, "-m", "syncguard", *args]
-    if not terminal:
-        return subprocess.run(
-            command, cwd=REPO, env=environment, capture_output=True, text=True, timeout=120
-        ).stdout
+    environment.update(TERM="xterm-256color", COLUMNS="120")
     leader, follower = pty.openpty()
     try:
         process = subprocess.Popen(
-            command, cwd=REPO, env=environment, stdout=follower, stderr=subprocess.DEVNULL
-        )
+            [sys.executable, "-m", "syncguard", *args],
+            cwd=REPO, env=environment, stdout=follower, stderr=subprocess.DEVNULL,
+        )  # fmt: skip
         os.close(follower)
         chunks = []
         while True:
@@ -94,15 +119,11 @@ def run_in(terminal: bool, *args: str, **env: str) -> str:
     return b"".join(chunks).decode().replace("\r\n", "\n")
 
 
-TREE = ("check", "fixtures/chunked/before", "--no-cache")
-
-
-def test_a_terminal_gets_colour_and_the_same_text() -> None:
-    coloured = run_in(True, *TREE, "--output-format", "full")
-    plain = run_in(False, *TREE, "--output-format", "full")
+def test_a_terminal_gets_colour_and_the_same_text(run) -> None:
+    coloured = in_a_terminal(*TREE)  # full, by default, on a terminal
+    plain = run(False, *TREE, "--output-format", "full")
     assert "\x1b[" in coloured and "\x1b[" not in plain
     assert ANSI.sub("", coloured) == plain
-    assert run_in(True, *TREE).startswith(coloured.split("\n", 1)[0])  # full by default there
 
 
 @pytest.mark.parametrize(
@@ -110,43 +131,40 @@ def test_a_terminal_gets_colour_and_the_same_text() -> None:
     [(True, {"NO_COLOR": "1"}), (True, {"TERM": "dumb"}), (False, {}), (True, {"X": "1"})],
     ids=["NO_COLOR", "TERM=dumb", "pipe", "--no-color"],
 )
-def test_no_colour_where_it_is_not_wanted(terminal: bool, env: dict[str, str]) -> None:
+def test_no_colour_where_it_is_not_wanted(run, terminal: bool, env: dict[str, str]) -> None:
     flag = ("--no-color",) if "X" in env else ()
-    out = run_in(terminal, *TREE, "--output-format", "full", *flag, **env)
-    assert "\x1b[" not in out and ": SG101 [error]" in out
+    for output_format in ("full", "concise"):
+        out = run(terminal, *TREE, "--output-format", output_format, *flag, **env)
+        assert "\x1b[" not in out and ": SG101 " in out
 
 
-def test_force_color_colours_a_pipe_but_never_the_formats_tools_read() -> None:
-    assert "\x1b[" in run_in(False, *TREE, "--output-format", "concise", FORCE_COLOR="1")
+def test_force_color_colours_a_pipe_but_never_the_formats_tools_read(run) -> None:
+    assert "\x1b[" in run(False, *TREE, "--output-format", "concise", FORCE_COLOR="1")
     for output_format in ("json", "sarif", "github"):
-        forced = run_in(True, *TREE, "--output-format", output_format, FORCE_COLOR="1")
-        assert forced == run_in(False, *TREE, "--output-format", output_format)
+        forced = run(True, *TREE, "--output-format", output_format, FORCE_COLOR="1")
+        assert forced == run(False, *TREE, "--output-format", output_format)
 
 
-def test_statistics_are_a_table_on_a_terminal() -> None:
-    table = ANSI.sub("", run_in(True, *TREE, "--output-format", "concise", "--statistics"))
+def test_statistics_are_a_table_on_a_terminal(run) -> None:
+    table = ANSI.sub("", run(True, *TREE, "--output-format", "concise", "--statistics"))
     header = next(line for line in table.splitlines() if "Findings" in line)
     assert header.split() == ["Findings", "Code", "Fix", "Rule"]
     assert re.search(r"^\s*1\s+SG301\s+\*\s+host-data-to-device", table, re.M)
-    plain = run_in(False, *TREE, "--output-format", "concise", "--statistics")
+    plain = run(False, *TREE, "--output-format", "concise", "--statistics")
     assert "1  SG301  [*] host-data-to-device" in plain and "Findings" not in plain
 
 
-def test_rule_is_rendered_markdown_on_a_terminal() -> None:
-    shown = ANSI.sub("", run_in(True, "rule", "SG304"))
+def test_rule_is_rendered_markdown_on_a_terminal(run) -> None:
+    shown = ANSI.sub("", run(True, "rule", "SG304"))
     assert "SG304 scalar-index-assign" in shown and "What it flags." in shown
     assert "**" not in shown and "```" not in shown  # rendered, not shown as markup
     assert "self.buf[0:1] = 0" in shown
-    listing = ANSI.sub("", run_in(True, "rule", "--all"))
+    listing = ANSI.sub("", run(True, "rule", "--all"))
     assert re.search(r"SG304\s.*scalar-index-assign\s.*host-to-device copy\s.*yes", listing)
-    assert run_in(False, "rule", "SG304").startswith("SG304 scalar-index-assign: ")
+    assert run(False, "rule", "SG304").startswith("SG304 scalar-index-assign: ")
 
 
 def test_display_decision(monkeypatch: pytest.MonkeyPatch) -> None:
-    class Terminal(io.StringIO):
-        def isatty(self) -> bool:
-            return True
-
     for name in ("NO_COLOR", "FORCE_COLOR", "TERM"):
         monkeypatch.delenv(name, raising=False)
     assert display(Terminal()) == display(Terminal(), False)

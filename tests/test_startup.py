@@ -36,13 +36,12 @@ def cli(*args: str) -> str:
         ("import syncguard.runtime", set()),
         (cli("check", "clean.py", "--output-format", "concise"), {"click"}),
         (cli("check", ".", "--output-format", "full", "--statistics"), {"click"}),
-        (cli("check", ".", "--output-format", "sarif"), {"click"}),
         (cli("rule", "SG101"), {"click"}),
         (cli("verify", "--help"), {"click"}),
         (cli("check", "fixable.py", "--diff", "--unsafe-fixes"), {"click", "libcst"}),
         (cli("check", "fixable.py", "--output-format", "json"), {"click", "libcst"}),
     ],
-    ids=["runtime", "check-clean", "check-full", "sarif", "rule", "verify-help",
+    ids=["runtime", "check-clean", "check-full", "rule", "verify-help",
          "diff", "json-with-a-fix"],
 )  # fmt: skip
 def test_each_command_imports_only_what_it_uses(tmp_path: Path, code: str, expected: set) -> None:
