@@ -209,10 +209,8 @@ def _run_check(args: argparse.Namespace) -> int:
                 out.write(fix_note + "\n")
 
     output.write(report)
-    for problem in result.problems:
-        sys.stderr.write(f"{problem}\n")
-    for warning in result.warnings:
-        sys.stderr.write(f"syncguard: warning: {warning}\n")
+    output.notes([str(problem) for problem in result.problems])
+    output.notes([f"syncguard: warning: {warning}" for warning in result.warnings])
     output.write(closing)
     if result.problems:
         return EXIT_ERROR
@@ -234,24 +232,33 @@ class _Output:
             produce(sys.stdout)
             sys.stdout.flush()
         except BrokenPipeError:
-            _discard_stdout()
+            _discard(sys.stdout)
         except OSError as error:
-            _discard_stdout()
+            _discard(sys.stdout)
             if not self.failed:
                 self.failed = True
                 _error(f"cannot write the output: {error.strerror or error}")
+
+    def notes(self, lines: Sequence[str]) -> None:
+        """``lines`` on stderr, which may be the same closed pipe (``2>&1 | head``)."""
+        try:
+            for line in lines:
+                sys.stderr.write(f"{line}\n")
+            sys.stderr.flush()
+        except BrokenPipeError:
+            _discard(sys.stderr)
 
     def status(self, status: int) -> int:
         return EXIT_ERROR if self.failed else status
 
 
-def _discard_stdout() -> None:
-    """Send what stdout still holds, and anything written later, to the null device (so
+def _discard(stream: TextIO) -> None:
+    """Send what ``stream`` still holds, and anything written later, to the null device (so
     that the flush at exit raises nothing)."""
     try:
         null = os.open(os.devnull, os.O_WRONLY)
         try:
-            os.dup2(null, sys.stdout.fileno())
+            os.dup2(null, stream.fileno())
         finally:
             os.close(null)
     except (OSError, ValueError, AttributeError):  # no descriptor (a test's capture)
@@ -328,8 +335,7 @@ def _diff(args: argparse.Namespace, settings: Settings) -> int:
     run = _fix(args, settings)
     output = _Output()
     output.write(lambda out: out.write(unified_diff(run.original, run.fixed)))
-    for problem in run.result.problems:
-        sys.stderr.write(f"{problem}\n")
+    output.notes([str(problem) for problem in run.result.problems])
     if run.fixed:
         return output.status(EXIT_FINDINGS)
     return EXIT_ERROR if run.result.problems else output.status(EXIT_CLEAN)
@@ -458,12 +464,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         sys.stderr.write("syncguard: interrupted\n")
         return 130
     except BrokenPipeError:  # help or version text to a reader that stopped reading
-        _discard_stdout()
+        _discard(sys.stdout)
         return EXIT_CLEAN
     except OSError as error:
         if error.filename is not None or error.errno not in _DEVICE_ERRORS:
             return _error(f"internal error: {type(error).__name__}: {error} (please report this)")
-        _discard_stdout()  # help or version text that the device refused
+        _discard(sys.stdout)  # help or version text that the device refused
         return _error(f"cannot write the output: {error.strerror or error}")
     except Exception as error:
         return _error(f"internal error: {type(error).__name__}: {error} (please report this)")

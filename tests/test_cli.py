@@ -334,6 +334,19 @@ def test_a_reader_that_stops_reading_ends_the_run_as_if_complete(
     assert (result.returncode, result.stderr) == (code, "")
 
 
+def test_output_and_errors_to_one_closed_pipe_keep_the_exit_code(tree: Path) -> None:
+    (tree / "broken.py").write_text("def f(:\n")  # a located error on stderr: exit 2
+    read_end, write_end = os.pipe()
+    os.close(read_end)  # `2>&1 | head -0`
+    try:
+        result = subprocess.run(
+            syncguard_command("check", "."), cwd=tree, stdout=write_end, stderr=write_end
+        )
+    finally:
+        os.close(write_end)
+    assert result.returncode == 2
+
+
 def test_jobs_beyond_the_cpu_count_are_capped_with_a_note(tree: Path) -> None:
     plain = run_cli("check", ".", "--output-format", "json", cwd=tree)
     many = run_cli("check", ".", "--output-format", "json", "--jobs", "100000", cwd=tree)
