@@ -6,7 +6,8 @@ Each ``--version`` is a folder put first on ``PYTHONPATH`` (a ``pip install --no
 --target SITE`` of that version); without any, the installed syncguard is timed alone.
 The versions are run in turns, round after round, so that a busy machine slows them alike;
 each run is a new process (``python -m syncguard check FILE --no-cache --output-format
-concise``), as pre-commit starts one. It prints the median and the fastest run of each, then,
+concise``), as pre-commit starts one. It prints the median and fastest wall time and the
+median CPU time (user + system, which a busy machine inflates less) of each, then,
 from ``python -X importtime``, what the last version's imports cost, package by package (the
 self time of each package's modules), in its fastest of three runs.
 """
@@ -15,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -34,10 +36,14 @@ def check(file: str) -> list[str]:
             "concise"]  # fmt: skip
 
 
-def wall(command: Sequence[str], env: dict[str, str]) -> float:
+def timed(command: Sequence[str], env: dict[str, str]) -> tuple[float, float]:
+    """Wall and CPU (user + system) seconds of one run of ``command``."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
     subprocess.run(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    return time.perf_counter() - started
+    seconds = time.perf_counter() - started
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return seconds, after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime
 
 
 def import_costs(file: str, env: dict[str, str], runs: int = 3) -> dict[str, float]:
@@ -77,17 +83,25 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(f"Python {sys.version.split()[0]}, {os.cpu_count()} cores, load average {load:.1f}, "
           f"{args.runs} rounds; {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}")  # fmt: skip
     print()
-    print("| file | " + " | ".join(f"{name} median / fastest (s)" for name, _ in versions) + " |")
+    print("Each cell: median wall / fastest wall / median CPU (user + system) seconds.")
+    print()
+    print("| file | " + " | ".join(name for name, _ in versions) + " |")
     print("| --- |" + " ---: |" * len(versions))
     for file in args.files:
-        times: dict[str, list[float]] = {name: [] for name, _ in versions}
+        runs: dict[str, list[tuple[float, float]]] = {name: [] for name, _ in versions}
         for _ in range(args.runs):
             for name, site in versions:
-                times[name].append(wall(check(file), environment(site)))
-        cells = [f"{statistics.median(times[n]):.3f} / {min(times[n]):.3f}" for n, _ in versions]
+                runs[name].append(timed(check(file), environment(site)))
+        cells = []
+        for name, _ in versions:
+            walls, cpus = [w for w, _ in runs[name]], [c for _, c in runs[name]]
+            cells.append(
+                f"{statistics.median(walls):.3f} / {min(walls):.3f} / {statistics.median(cpus):.3f}"
+            )
         print(f"| {os.path.basename(file)} | " + " | ".join(cells) + " |")
-    started = [wall([sys.executable, "-c", "pass"], environment("")) for _ in range(args.runs)]
-    print(f"\n`python -c pass`: median {statistics.median(started):.3f} s")
+    start = [timed([sys.executable, "-c", "pass"], environment("")) for _ in range(args.runs)]
+    print(f"\n`python -c pass`: median {statistics.median(w for w, _ in start):.3f} s wall, "
+          f"{statistics.median(c for _, c in start):.3f} s CPU")  # fmt: skip
     name, site = versions[-1]
     costs = import_costs(args.files[0], environment(site))
     print(f"\nImports of {name} checking {os.path.basename(args.files[0])} (fastest of 3, "
