@@ -20,10 +20,14 @@ class OneHotSync(Rule):
     """
 
     code = "SG208"
+    sweep_ops = ("nn.functional.one_hot",)
     name = "one-hot-sync"
     message = "`one_hot` without `num_classes` reads the largest index on the host"
     tokens = ("one_hot",)
-    cost = "blocks until all queued GPU work drains (H200, about 20 ms queued)"
+    cost = (
+        "blocks until all queued GPU work drains: 30.22 ms with 30 ms queued; 0.03 ms with "
+        "num_classes (operator sweep, H200)"
+    )
 
     VALID = [
         Valid(

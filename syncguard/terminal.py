@@ -21,7 +21,7 @@ from rich.text import Text
 
 from syncguard.facts import source_lines
 from syncguard.project import Finding
-from syncguard.reporting import frames, hot_note, statistics_rows
+from syncguard.reporting import frames, hot_note, statistics
 from syncguard.rule import Rule
 
 _GUTTER = "blue"
@@ -147,8 +147,8 @@ def write_statistics(
     table.add_column("Code", style="red")
     table.add_column("Fix", justify="center", style="green")
     table.add_column("Rule")
-    for count, code, fixable, name in statistics_rows(findings, rules):
-        table.add_row(str(count), code, "*" if fixable else "", name)
+    for row in statistics(findings, rules):
+        table.add_row(str(row["count"]), row["code"], "*" if row["fixable"] else "", row["name"])
     out.print(table)
 
 
