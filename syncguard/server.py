@@ -20,7 +20,7 @@ from lsprotocol import types
 from pygls.lsp.server import LanguageServer
 
 from syncguard._version import __version__
-from syncguard.facts import Span, source_lines
+from syncguard.facts import Fix, Span, source_lines
 from syncguard.project import Finding
 
 _REASON = "why this sync is acceptable"
@@ -131,52 +131,37 @@ def diagnostic(finding: Finding, lines: Sequence[str]) -> types.Diagnostic:
 
 
 def code_actions(uri: str, text: str, findings: Sequence[Finding]) -> list[types.CodeAction]:
-    """For each finding: its fix, when it has one, and a suppression on its line."""
+    """For each finding: its fix, when it has one, and a suppression comment (what
+    ``--add-noqa`` writes, with a reason to edit)."""
     from syncguard.fixes import fix_edits
-    from syncguard.suppression import parse_line
+    from syncguard.noqa import noqa_fixes
 
     lines = source_lines(text)
+
+    def action(title: str, fix: Fix, preferred: bool = False) -> types.CodeAction | None:
+        edits = [
+            types.TextEdit(range=lsp_range(lines, edit.span), new_text=edit.text)
+            for edit in fix_edits(text, fix)
+        ]
+        if not edits:
+            return None
+        return types.CodeAction(
+            title=title,
+            kind=types.CodeActionKind.QuickFix,
+            is_preferred=preferred,
+            edit=types.WorkspaceEdit(changes={uri: edits}),
+        )
+
     actions = []
     for finding in findings:
         if finding.fix is not None:
-            edits = [
-                types.TextEdit(range=lsp_range(lines, edit.span), new_text=edit.text)
-                for edit in fix_edits(text, finding.fix)
-            ]
-            if edits:
-                unsafe = finding.fix.applicability != "safe"
-                actions.append(
-                    types.CodeAction(
-                        title=f"Fix {finding.code}: {finding.fix.description}"
-                        + (" (unsafe)" if unsafe else ""),
-                        kind=types.CodeActionKind.QuickFix,
-                        is_preferred=not unsafe,
-                        edit=types.WorkspaceEdit(changes={uri: edits}),
-                    )
-                )
-        line = finding.span.line
-        while line < len(lines) and lines[line - 1].endswith("\\"):
-            line += 1  # a comment cannot follow a line continuation
-        if line > len(lines) or parse_line(lines[line - 1]) is not None:
-            continue  # the line has a suppression comment already
-        end = types.Position(
-            line=line - 1, character=_character(lines[line - 1], len(lines[line - 1]) + 1)
-        )
-        comment = f"  # syncguard: ignore[{finding.code}] -- {_REASON}"
-        actions.append(
-            types.CodeAction(
-                title=f"Suppress {finding.code} on this line (with a reason)",
-                kind=types.CodeActionKind.QuickFix,
-                edit=types.WorkspaceEdit(
-                    changes={
-                        uri: [
-                            types.TextEdit(range=types.Range(start=end, end=end), new_text=comment)
-                        ]
-                    }
-                ),
-            )
-        )
-    return actions
+            unsafe = finding.fix.applicability != "safe"
+            title = f"Fix {finding.code}: {finding.fix.description}"
+            actions.append(action(title + (" (unsafe)" if unsafe else ""), finding.fix, not unsafe))
+        for fixes in noqa_fixes([finding], _REASON).values():
+            title = f"Suppress {finding.code} on this line (with a reason)"
+            actions.extend(action(title, fix) for fix in fixes)
+    return [found for found in actions if found is not None]
 
 
 def hover_text(finding: Finding) -> str:

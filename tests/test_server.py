@@ -161,10 +161,7 @@ def test_server_reports_fixes_suppresses_and_explains(tmp_path: Path) -> None:
         fixed = apply(MODEL, actions[0]["edit"]["changes"][uri][0])
         assert fixed == MODEL.replace("self.buf[0] = 0", "self.buf[0:1] = 0")
         suppressed = apply(MODEL, actions[1]["edit"]["changes"][uri][0])
-        assert (
-            "self.buf[0] = 0  # syncguard: ignore[SG304] -- why this sync is acceptable\n"
-            in suppressed
-        )
+        assert "self.buf[0] = 0  # noqa: SG304 -- why this sync is acceptable\n" in suppressed
 
         hover = client.request(
             "textDocument/hover",
