@@ -7,6 +7,8 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import re
+import subprocess
 import sys
 import threading
 from typing import Any
@@ -300,7 +302,7 @@ def test_report_groups_by_site_with_counts(suppressed: Any) -> None:
         for _ in range(3):
             sync_once()
         suppressed.run(scalar())
-    report = audit.report()
+    report = audit.report(rich=False)
     lines = report.splitlines()
     assert lines[0] == "syncguard sync audit (record): 3 syncs at 1 site, 4 allowed"
     assert lines[1].startswith("detection: ")
@@ -354,3 +356,41 @@ def test_only_the_audit_modules_are_skipped_in_attribution() -> None:
     assert _frames.owner(reference.__file__) == "user"  # its syncs are its own
     assert _frames.owner(torch.__file__) == "foreign"
     assert _frames.owner(__file__) == "user"
+
+
+def test_importing_the_runtime_imports_no_heavy_package() -> None:
+    code = (
+        "import sys\n"
+        "import syncguard.runtime, syncguard.runtime.pytest_plugin\n"
+        "heavy = ['torch', 'rich', 'click', 'libcst', 'pygls']\n"
+        "print(sorted(name for name in heavy if name in sys.modules))\n"
+    )
+    completed = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120
+    )
+    assert completed.returncode == 0, completed.stderr
+    assert completed.stdout.strip() == "[]"
+
+
+def test_report_is_plain_text_off_a_terminal_and_rich_tables_on_one(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    with sync_audit("record") as audit:
+        sync_once()
+        sync_once()
+    plain = audit.report()  # standard output is captured here: not a terminal
+    assert plain == audit.report(rich=False)
+    assert "│" not in plain and "\x1b[" not in plain
+    drawn = audit.report(rich=True)
+    assert drawn.splitlines()[:2] == plain.splitlines()[:2]  # headline, detection
+    row = next(line for line in drawn.splitlines() if ".item()" in line)
+    cells = [cell.strip() for cell in re.sub(r"\x1b\[[0-9;]*m", "", row).split("│")]
+    assert cells[1:4] == ["2", "scalar-conversion", ".item()"]
+    assert "\x1b[" in drawn  # styled for the terminal
+
+
+def test_report_without_rich_installed_is_plain(monkeypatch: pytest.MonkeyPatch) -> None:
+    with sync_audit("record") as audit:
+        sync_once()
+    monkeypatch.setitem(sys.modules, "rich", None)  # import rich now raises ImportError
+    assert audit.report(rich=True) == audit.report(rich=False)

@@ -119,3 +119,35 @@ def test_loading_the_plugin_does_not_import_torch() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, timeout=120
     )
     assert completed.returncode == 0, completed.stdout + completed.stderr
+
+
+def _summary(output: str) -> list[str]:
+    """The session table's lines, from its section header to the end of the table."""
+    lines = output.splitlines()
+    start = next(i for i, line in enumerate(lines) if "syncguard audit" in line)
+    table = []
+    for line in lines[start + 1 :]:
+        if line.startswith("=") or not line.strip():
+            break
+        table.append(line)
+    return table
+
+
+def test_the_session_table_is_the_same_under_xdist(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(test_inner=TESTS)
+    alone = pytester.runpytest("-p", "no:cacheprovider", "--syncguard-audit")
+    spread = pytester.runpytest("-p", "no:cacheprovider", "--syncguard-audit", "-n", "2")
+    spread.assert_outcomes(passed=4, failed=2)
+    assert "2 workers [6 items]" in spread.stdout.str()
+    table = _summary(alone.stdout.str())
+    assert table[0] == "5 host-device sync(s) in 4 test(s) (record only)"
+    assert _summary(spread.stdout.str()) == table
+
+
+def test_the_session_table_is_a_rich_table_on_a_colour_terminal(
+    pytester: pytest.Pytester,
+) -> None:
+    pytester.makepyfile(test_inner=TESTS)
+    result = pytester.runpytest("-p", "no:cacheprovider", "--syncguard-audit", "--color=yes")
+    result.stdout.fnmatch_lines(["*syncguard audit*", "*┃*count*┃*kind*┃*op*┃*site*"])
+    result.stdout.fnmatch_lines(["*│*5*│*scalar-conversion*│*.item()*│*test_inner.py:5*"])
