@@ -489,6 +489,11 @@ def deliver(
     return True
 
 
+def simulating() -> bool:
+    """True when a simulated audit is active in this context."""
+    return any(item.live and item.simulated for item in ACTIVE.get())
+
+
 def mentions_cpu() -> bool:
     """True when the user's call being executed names ``cpu`` (``x.to("cpu")``)."""
     user = first_user_frame(sys._getframe(1))
