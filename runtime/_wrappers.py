@@ -115,6 +115,7 @@ _TO_DTYPE = ("dtype", "non_blocking", "copy")
 _TO_DEVICE = ("device", "dtype", "non_blocking", "copy")
 _TO_OTHER = ("other", "non_blocking", "copy")
 _MEMORY_FORMAT = ("memory_format",)
+_TO_KEYWORDS = frozenset((*_TO_DEVICE, *_MEMORY_FORMAT))
 
 
 def to_call(args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, bool] | None:
@@ -136,7 +137,10 @@ def to_call(args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, bool] |
         names = _TO_OTHER
     else:
         names = _TO_DEVICE
-    bound = bind(args, kwargs, names, _MEMORY_FORMAT)
+    if args:
+        bound = bind(args, kwargs, names, _MEMORY_FORMAT)
+    else:  # to(copy=True, dtype=..., device=...): keywords only, read as they are
+        bound = kwargs if kwargs.keys() <= _TO_KEYWORDS else None
     if bound is None or not _flags_ok(bound, "non_blocking", "copy") or not _formats_ok(bound):
         return None
     dtype = bound.get("dtype")
