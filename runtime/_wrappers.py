@@ -124,6 +124,8 @@ def to_call(args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, bool] |
     ``args`` excludes the tensor. None when the call matches none of the three overloads
     (``to(dtype, ...)``, ``to(device=None, dtype=None, ...)``, ``to(other, ...)``).
     """
+    if not args:  # to(copy=True, dtype=..., device=...): keywords only, read as they are
+        return _keywords_to_call(kwargs)
     if len(args) == 1 and (not kwargs or kwargs.keys() == {"non_blocking"}):
         non_blocking = kwargs.get("non_blocking", False)  # to(device[, non_blocking=...])
         target = _device(args[0]) if type(non_blocking) is bool else _UNKNOWN
@@ -137,10 +139,7 @@ def to_call(args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, bool] |
         names = _TO_OTHER
     else:
         names = _TO_DEVICE
-    if args:
-        bound = bind(args, kwargs, names, _MEMORY_FORMAT)
-    else:  # to(copy=True, dtype=..., device=...): keywords only, read as they are
-        bound = kwargs if kwargs.keys() <= _TO_KEYWORDS else None
+    bound = bind(args, kwargs, names, _MEMORY_FORMAT)
     if bound is None or not _flags_ok(bound, "non_blocking", "copy") or not _formats_ok(bound):
         return None
     dtype = bound.get("dtype")
@@ -153,6 +152,22 @@ def to_call(args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, bool] |
         if target is _UNKNOWN:
             return None
     return target, bound.get("non_blocking", False)
+
+
+def _keywords_to_call(kwargs: dict[str, Any]) -> tuple[Any, bool] | None:
+    """:func:`to_call` of a keyword-only call, checked inline (it runs per decoded token)."""
+    if not kwargs.keys() <= _TO_KEYWORDS:
+        return None
+    non_blocking = kwargs.get("non_blocking", False)
+    if type(non_blocking) is not bool or type(kwargs.get("copy", False)) is not bool:
+        return None
+    dtype, memory_format = kwargs.get("dtype"), kwargs.get("memory_format")
+    if dtype is not None and type(dtype) is not torch.dtype:
+        return None
+    if memory_format is not None and type(memory_format) is not torch.memory_format:
+        return None
+    target = _device(kwargs.get("device"))
+    return None if target is _UNKNOWN else (target, non_blocking)
 
 
 def cuda_call(args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[torch.device, bool] | None:
@@ -267,6 +282,8 @@ def wrap_to(original: Any) -> Any:
         if tensor is None or call is None or call[0] is None:
             return original(*args, **kwargs)
         if type(tensor) is _Tensor and not _function_modes():
+            if tensor.is_cuda and call[0].type == "cuda":
+                return original(*args, **kwargs)  # device to device: never blocks the host
             simulated = _judge_to(tensor, call[0], call[1])
         else:
             simulated = _judge(_judge_to, (tensor,), tensor, call[0], call[1])

@@ -331,9 +331,9 @@ def test_to_json_shape() -> None:
 def test_include_torch_frames_attributes_inside_torch() -> None:
     probs = torch.ones(4, device=DEVICE) / 4
     with sync_audit("record") as user_side:
-        torch.distributions.Categorical(probs=probs)
+        torch.distributions.Categorical(probs=probs, validate_args=True)
     with sync_audit("record", include_torch_frames=True) as torch_side:
-        torch.distributions.Categorical(probs=probs)
+        torch.distributions.Categorical(probs=probs, validate_args=True)
     assert user_side.events[0].path == __file__
     assert "torch" in torch_side.events[0].path.replace("\\", "/").split("/")
     assert torch_side.count == 1

@@ -91,7 +91,7 @@ BLOCKING: list[tuple[str, str, Callable[[dict[str, Any]], object]]] = [
     (
         SCALAR,
         "torch.distributions.Categorical()",
-        lambda v: torch.distributions.Categorical(probs=v["probs"]),
+        lambda v: torch.distributions.Categorical(probs=v["probs"], validate_args=True),
     ),
 ]
 
