@@ -78,6 +78,15 @@ def cli(ctx: click.Context) -> None:
 )  # fmt: skip
 @click.option("--config", metavar="FILE", help="pyproject.toml to read [tool.syncguard] from")
 @click.option("--force-exclude", is_flag=True, help="apply exclude to paths named here too")
+@click.option(
+    "--require-reason", is_flag=True,
+    help="a suppression without `-- reason` is a finding (SG004); also: require-reason = true",
+)  # fmt: skip
+@click.option(
+    "--no-project", is_flag=True,
+    help="lint only the named files; by default, files named inside a project (the config "
+    "file's folder, else the git root) are linted with the whole project as their context",
+)  # fmt: skip
 @click.option("--show-settings", is_flag=True, help="print the settings, their files and why")
 @click.option("--show-files", is_flag=True, help="print the files that would be linted")
 @click.option("--exit-zero", is_flag=True, help="exit 0 even with findings")
@@ -93,6 +102,27 @@ def cli(ctx: click.Context) -> None:
     help="cache folder (default: .syncguard_cache beside the config file, or in the current "
     "directory)",
 )  # fmt: skip
+@click.option(
+    "--output-file", "-o", metavar="FILE", help="write the report to FILE instead of stdout"
+)
+@click.option("--quiet", "-q", is_flag=True, help="print the findings and nothing else")
+@click.option(
+    "--stdin-filename", metavar="NAME",
+    help="with PATH `-`: lint the source read from stdin as the file NAME",
+)  # fmt: skip
+@click.option(
+    "--baseline", metavar="FILE",
+    help="report only findings not in FILE (written by `syncguard baseline`)",
+)  # fmt: skip
+@click.option(
+    "--fail-on-stale", is_flag=True,
+    help="with --baseline: exit 1 when baseline entries match no finding any more",
+)  # fmt: skip
+@click.option(
+    "--add-noqa", is_flag=True,
+    help="add a `# noqa: CODE` comment for every finding instead of reporting them",
+)  # fmt: skip
+@click.option("--reason", metavar="TEXT", help="with --add-noqa: the `-- TEXT` reason to add")
 @click.option("--fix", is_flag=True, help="apply safe fixes to the files")
 @click.option(
     "--unsafe-fixes", is_flag=True,
@@ -128,15 +158,18 @@ def _default_jobs() -> int:
     return os.cpu_count() or 1
 
 
-def _cache_dir(args: argparse.Namespace, settings: Settings) -> Path | None:
-    """Where the cache lives for this run; None with --no-cache."""
+def _cache_dir(
+    args: argparse.Namespace, settings: Settings, root: Path | None = None
+) -> Path | None:
+    """Where the cache lives for this run (beside the config file, else at the project
+    ``root``, else here); None with --no-cache."""
     from syncguard.cache import CACHE_FOLDER
 
     if args.no_cache:
         return None
     if args.cache_dir:
         return Path(args.cache_dir)
-    base = settings.source.parent if settings.source is not None else Path.cwd()
+    base = settings.source.parent if settings.source is not None else root or Path.cwd()
     return base / CACHE_FOLDER
 
 
@@ -145,18 +178,30 @@ def _error(message: str) -> int:
     return EXIT_ERROR
 
 
-def _run_check(args: argparse.Namespace) -> int:
-    from syncguard.config import ConfigError
-    from syncguard.hierarchy import ConfigTree, overrides_of, show
-    from syncguard.reporting import WRITERS, summary, write_statistics
+def _settings(args: argparse.Namespace) -> Settings:
+    """The run's project-wide settings, the command line's options applied; raises
+    ConfigError."""
+    from syncguard.hierarchy import ConfigTree, overrides_of
     from syncguard.rules import all_rules
 
+    config = Path(args.config) if args.config else None
+    tree = ConfigTree(overrides_of(vars(args)), list(all_rules()), config)
+    settings = tree.settings_for_paths(args.paths)
+    return settings.with_overrides(require_reason=args.require_reason or None)
+
+
+def _run_check(args: argparse.Namespace) -> int:
+    from syncguard.config import ConfigError
+    from syncguard.diagnostics import UnanalysableFile, problem_findings
+    from syncguard.hierarchy import show
+    from syncguard.reporting import WRITERS, summary, write_statistics
+
     try:
-        config = Path(args.config) if args.config else None
-        tree = ConfigTree(overrides_of(vars(args)), list(all_rules()), config)
-        settings = tree.settings_for_paths(args.paths)
+        settings = _settings(args)
     except ConfigError as error:
         return _error(str(error))
+    if args.stdin_filename and args.paths != ["-"]:
+        return _error("--stdin-filename needs the path `-` (the source is read from stdin)")
     if args.show_settings or args.show_files:
         return show(args.paths, settings, args.show_files, args.show_settings)
 
@@ -180,32 +225,107 @@ def _run_check(args: argparse.Namespace) -> int:
         )
     else:
         result = _lint(args, settings)
+    stale = _apply_baseline(args, settings, result)
+    if isinstance(stale, int):
+        return stale
+    if args.add_noqa:
+        return _add_noqa(args, settings, result)
     output_format = args.output_format or ("full" if sys.stdout.isatty() else "concise")
-    color = sys.stdout.isatty() and not args.no_color and "NO_COLOR" not in os.environ
-    output = _Output()
+    # Files that could not be analysed are entries of the report too (SG000), in every format.
+    entries = sorted(
+        [*result.findings, *problem_findings(result.problems)], key=lambda f: f.sort_key
+    )
+    rules = {**result.rules, UnanalysableFile.code: UnanalysableFile}
+    with contextlib.ExitStack() as files:
+        try:
+            stream = files.enter_context(_report_file(args.output_file))
+        except OSError as error:
+            return _error(f"{args.output_file}: cannot write the report: {error.strerror or error}")
+        output = _Output(stream)
+        color = (
+            (stream or sys.stdout).isatty() and not args.no_color and "NO_COLOR" not in os.environ
+        )
 
-    def report(out: TextIO) -> None:
-        WRITERS[output_format](result.findings, result.rules, out, color)
-        if args.statistics:
-            write_statistics(result.findings, result.rules, out)
+        def report(out: TextIO) -> None:
+            if args.statistics:  # the counts instead of the findings, as ruff does
+                write_statistics(entries, rules, out, output_format in ("json", "sarif"))
+            else:
+                WRITERS[output_format](entries, rules, out, color)
 
-    def closing(out: TextIO) -> None:
-        if output_format in ("full", "concise"):
-            out.write(summary(result.findings, result.files) + "\n")
-            if fix_note:
-                out.write(fix_note + "\n")
+        def closing(out: TextIO) -> None:
+            if output_format in ("full", "concise") and not args.quiet:
+                out.write(summary(result.findings, result.files, len(result.problems)) + "\n")
+                if fix_note:
+                    out.write(fix_note + "\n")
 
-    output.write(report)
-    for problem in result.problems:
-        sys.stderr.write(f"{problem}\n")
-    for warning in result.warnings:
-        sys.stderr.write(f"syncguard: warning: {warning}\n")
-    output.write(closing)
+        output.write(report)
+        for problem in result.problems:  # also where people read while tools read stdout
+            sys.stderr.write(f"{problem}\n")
+        for warning in result.warnings:
+            sys.stderr.write(f"syncguard: warning: {warning}\n")
+        if not args.quiet:
+            for key in stale:
+                sys.stderr.write(f"syncguard: stale baseline entry (nothing matches it): {key}\n")
+        output.write(closing)
     if result.problems:
         return EXIT_ERROR
     if result.findings and not args.exit_zero:
         return output.status(EXIT_FINDINGS)
+    if stale and args.fail_on_stale:
+        return output.status(EXIT_FINDINGS)
     return output.status(EXIT_CLEAN)
+
+
+@contextlib.contextmanager
+def _report_file(path: str | None) -> Iterator[TextIO | None]:
+    """The ``--output-file`` opened for writing (its folder created); None without one.
+    Raises OSError."""
+    if not path:
+        yield None
+        return
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "w", encoding="utf-8", newline="\n") as stream:
+        yield stream
+
+
+def _apply_baseline(
+    args: argparse.Namespace, settings: Settings, result: LintResult
+) -> list[Any] | int:
+    """With ``--baseline``: drop the findings it holds from ``result``; returns the stale
+    entries, or the exit code when the baseline cannot be read."""
+    if not args.baseline:
+        return []
+    from syncguard.baseline import BaselineError, apply, load
+    from syncguard.workspace import project_root
+
+    try:
+        keys = load(args.baseline)
+    except BaselineError as error:
+        return _error(str(error))
+    applied = apply(result.findings, keys, project_root(settings) or Path.cwd(), args.paths)
+    result.findings = applied.new
+    return list(applied.stale)
+
+
+def _add_noqa(args: argparse.Namespace, settings: Settings, result: LintResult) -> int:
+    """``--add-noqa``: write suppression comments for the findings of ``result`` (in the
+    linted folders, and in the project around named files)."""
+    from syncguard.fixes import write_fixes
+    from syncguard.noqa import add_noqa
+    from syncguard.workspace import project_root
+    from syncguard.writing import linted_roots
+
+    root = None if args.no_project else project_root(settings)
+    folders = [path for path in args.paths if path != "-"] + ([str(root)] if root else [])
+    run, lines = add_noqa(result.findings, args.reason, linted_roots(folders))
+    errors = write_fixes(run)
+    for message in [*errors, *map(str, result.problems)]:
+        sys.stderr.write(f"{message}\n")
+    if not args.quiet:
+        sys.stdout.write(
+            f"Added suppression comments to {lines} lines in {len(run.fixed)} files.\n"
+        )
+    return EXIT_ERROR if errors or result.problems else EXIT_CLEAN
 
 
 class _Output:
@@ -213,13 +333,15 @@ class _Output:
     error: the run ends as if it had read everything. Output the device refuses (a full
     disk, a closed descriptor) is an error, said once on stderr."""
 
-    def __init__(self) -> None:
+    def __init__(self, stream: TextIO | None = None) -> None:
         self.failed = False
+        self.stream = stream  # instead of stdout (``--output-file``)
 
     def write(self, produce: Callable[[TextIO], object]) -> None:
+        out = self.stream or sys.stdout
         try:
-            produce(sys.stdout)
-            sys.stdout.flush()
+            produce(out)
+            out.flush()
         except BrokenPipeError:
             _discard_stdout()
         except OSError as error:
@@ -256,13 +378,22 @@ def progress_bar(output_format: str | None) -> ProgressBar | None:
 
 
 def _lint(args: argparse.Namespace, settings: Settings) -> LintResult:
-    """Lint with the run options (processes, cache, progress bar on a terminal)."""
+    """Lint with the run options (processes, cache, progress bar on a terminal): files
+    named inside a project with the project as their context (:mod:`syncguard.changed`),
+    ``-`` as the source on stdin."""
+    from syncguard.changed import in_project, lint_changed
     from syncguard.engine import lint_files
+    from syncguard.workspace import project_root
 
+    root = None if args.no_project else project_root(settings)
+    paths, options = args.paths, _run_options(args, settings, root)
+    if paths == ["-"]:
+        paths = [os.path.normpath(args.stdin_filename or "stdin.py")]
+        options["sources"] = {paths[0]: sys.stdin.read()}
     with _progress(args) as progress:
-        return lint_files(
-            args.paths, settings=settings, progress=progress, **_run_options(args, settings)
-        )
+        if root is not None and in_project(paths, root):
+            return lint_changed(paths, root, settings=settings, progress=progress, **options)
+        return lint_files(paths, settings=settings, progress=progress, **options)
 
 
 def _fix(args: argparse.Namespace, settings: Settings) -> FixRun:
@@ -279,8 +410,10 @@ def _fix(args: argparse.Namespace, settings: Settings) -> FixRun:
         )
 
 
-def _run_options(args: argparse.Namespace, settings: Settings) -> dict[str, Any]:
-    return {"jobs": _jobs(args.jobs), "cache_dir": _cache_dir(args, settings)}
+def _run_options(
+    args: argparse.Namespace, settings: Settings, root: Path | None = None
+) -> dict[str, Any]:
+    return {"jobs": _jobs(args.jobs), "cache_dir": _cache_dir(args, settings, root)}
 
 
 def _jobs(asked: int | None) -> int:
@@ -318,6 +451,48 @@ def _diff(args: argparse.Namespace, settings: Settings) -> int:
     if run.fixed:
         return output.status(EXIT_FINDINGS)
     return EXIT_ERROR if run.result.problems else output.status(EXIT_CLEAN)
+
+
+# ---------------------------------------------------------------- baseline
+
+
+@cli.command()
+@click.argument("paths", nargs=-1, type=click.Path(), metavar="[PATH]...")
+@click.option(
+    "--output", "-o", "baseline_file", required=True, metavar="FILE",
+    help="the baseline file to write (JSON; commit it, then `check --baseline FILE`)",
+)  # fmt: skip
+def baseline(**params: Any) -> int:
+    """Record the current findings of PATHS (default: .) so that `syncguard check
+    --baseline FILE` reports only new ones: adopt syncguard on a tree with findings."""
+    from syncguard.baseline import dumps, finding_keys
+    from syncguard.config import ConfigError
+    from syncguard.workspace import project_root
+
+    args = argparse.Namespace(**params, output_format=None, stdin_filename=None)
+    args.paths = list(args.paths) or ["."]
+    try:
+        settings = _settings(args)
+    except ConfigError as error:
+        return _error(str(error))
+    result = _lint(args, settings)
+    for problem in result.problems:
+        sys.stderr.write(f"{problem}\n")
+    keys = finding_keys(result.findings, project_root(settings) or Path.cwd())
+    try:
+        Path(args.baseline_file).write_text(dumps(keys), encoding="utf-8")
+    except OSError as error:
+        return _error(f"{args.baseline_file}: cannot write the baseline: {error.strerror or error}")
+    sys.stdout.write(f"Wrote {len(keys)} findings to {args.baseline_file}.\n")
+    return EXIT_ERROR if result.problems else EXIT_CLEAN
+
+
+# What decides a baseline's findings: the options of `check` that choose what is analysed.
+_ANALYSIS_OPTIONS = frozenset(
+    {"select", "extend_select", "ignore", "extend_ignore", "hot", "scope", "config",
+     "force_exclude", "require_reason", "no_project", "jobs", "no_cache", "cache_dir"}
+)  # fmt: skip
+baseline.params[1:1] = [param for param in check.params if param.name in _ANALYSIS_OPTIONS]
 
 
 # ---------------------------------------------------------------- rule

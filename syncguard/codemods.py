@@ -203,6 +203,34 @@ def _literal_int(node: cst.BaseExpression) -> int | None:
     return None
 
 
+class SetComment(Codemod):
+    """Make ``arguments[0]`` the comment at the end of the line ``span`` starts on; ``""``
+    removes the comment and the blanks before it (suppression comments: ``--add-noqa``,
+    and removing what silences nothing)."""
+
+    name = "set-comment"
+    node_type: ClassVar[type[cst.CSTNode]] = cst.TrailingWhitespace
+
+    def matches(self, position: CodeRange, span: Span) -> bool:
+        return position.start.line == span.line
+
+    def rewrite(self, node: cst.CSTNode, arguments: tuple[str, ...]) -> cst.CSTNode | None:
+        assert isinstance(node, (cst.TrailingWhitespace, cst.EmptyLine))
+        if not arguments[0]:
+            return node.with_changes(whitespace=cst.SimpleWhitespace(""), comment=None)
+        whitespace = node.whitespace
+        if isinstance(node, cst.TrailingWhitespace) and node.comment is None:
+            whitespace = cst.SimpleWhitespace("  ")  # after code: two blanks, as PEP 8 has it
+        return node.with_changes(whitespace=whitespace, comment=cst.Comment(arguments[0]))
+
+
+class SetCommentLine(SetComment):
+    """:class:`SetComment` for a line that holds only a comment (left blank by ``""``)."""
+
+    name = "set-comment-line"
+    node_type = cst.EmptyLine
+
+
 # ------------------------------------------------------------------ locating statements
 
 

@@ -97,6 +97,7 @@ class Settings:
     compiled_functions: tuple[str, ...] = ()
     host_parameters: tuple[str, ...] = ()
     scope: str = "hot"
+    require_reason: bool = False  # a suppression without ``-- reason`` is a finding (SG004)
     source: Path | None = None  # the pyproject.toml these settings came from
     # The folder that the path globs (exclude, per-file-ignores) are relative to: the
     # config file's; None: the working directory at the time of matching.
@@ -277,6 +278,7 @@ _KEYS: dict[str, tuple[str, Callable[[str, Any, _Origin], Any]]] = {
     "compiled-functions": ("compiled_functions", _string_list),
     "host-parameters": ("host_parameters", _string_list),
     "scope": ("scope", _scope),
+    "require-reason": ("require_reason", _flag),
 }
 
 

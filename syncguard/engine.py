@@ -42,11 +42,12 @@ from syncguard.cache import (
 from syncguard.config import Settings
 from syncguard.discovery import discover, module_name
 from syncguard.facts import FileError, FileFacts
+from syncguard.hygiene import reported
 from syncguard.project import Finding, FunctionId, HotSettings, Project, SourceFile, root_of
 from syncguard.reading import Unreadable, decode, read_bytes, read_source
 from syncguard.rule import Rule
 from syncguard.rules import all_rules
-from syncguard.suppression import Suppressions, ignores_file
+from syncguard.suppression import ignores_file
 
 
 @dataclass(frozen=True, slots=True)
@@ -125,7 +126,9 @@ def lint_files(
     settings = settings or Settings()
     rule_classes = all_rules()
     result = LintResult(rules=rule_classes)
-    files, unlintable = discover(paths, settings)
+    given = sources or {}  # paths whose text is given need not exist (stdin)
+    files, unlintable = discover([p for p in paths if p not in given], settings)
+    files = sorted({*files, *(path for path in paths if path in given)})
     for path, located in unlintable:
         result.problems.append(Problem(path, located.line, located.column, located.message))
     result.warnings.extend(settings.notes())
@@ -159,13 +162,13 @@ def lint_files(
             unit.outcome = unit.targets = unit.roots = unit.positions = None
         if cache is not None:
             cache.drop_known_files()
-    suppressions = Suppressions({u.path: u.text for u in units if u.text is not None})
-    for finding in findings:
-        if not settings.reports(finding.path, finding.code):
-            continue
-        if suppressions.silences(finding):
-            continue
-        result.findings.append(finding)
+    result.findings = reported(
+        findings,
+        settings,
+        {unit.path: unit.text for unit in units if unit.text is not None},
+        {unit.path: unit.key for unit in units if not unit.error and not unit.ignored},
+        Path(cache_dir) if cache_dir is not None else None,
+    )
     if cache is not None:
         cache.save(unit.path for unit in units if unit.key is not None)
         result.warnings.extend(cache.warnings)
@@ -319,7 +322,7 @@ class _Unit:
     pruned: bool = False  # ``outcome`` holds only calls that may resolve in the tree
     # Where the calls of ``outcome`` resolve, by function, when it holds only those (read
     # from the cache), and the interface key of the files they were resolved against.
-    targets: dict[str, tuple[FunctionId, ...]] | None = None
+    targets: dict[str, tuple[tuple[FunctionId, ...], ...]] | None = None
     roots: dict[str, str] | None = None  # read with them: the declared hot roots
     targets_key: bytes | None = None
     # Otherwise, once pruned: where each call kept was among the function's calls.
@@ -518,7 +521,7 @@ class _CallFilter:
         self.heads = {module.partition(".")[0] for module in modules}
         self.known: dict[str, bool] = {}
 
-    def __call__(self, callee: tuple[str, ...]) -> bool:
+    def __call__(self, callee: tuple) -> bool:
         if callee[0] != "dotted":
             return True
         dotted = callee[1]

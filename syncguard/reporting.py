@@ -126,7 +126,7 @@ def write_concise(
 ) -> None:
     style = _Style(color)
     for finding in findings:
-        where = f" [{finding.hot}]" if finding.hot else " [not hot]"
+        where = f" [{finding.hot}]" if finding.hot else " [not hot]" if finding.chain else ""
         out.write(
             f"{style(_location(finding), '1')}: {style(finding.code, '1;31')} "
             f"{finding.message}{where}\n"
@@ -137,12 +137,12 @@ def write_json(
     findings: Sequence[Finding], rules: Mapping[str, type[Rule]], out: TextIO, color: bool
 ) -> None:
     sources: dict[str, str | None] = {}
-    rows = [finding_json(f, rules, _fix_edits(f, sources)) for f in findings]
+    rows = [finding_json(f, rules, current_fix_edits(f, sources)) for f in findings]
     json.dump(rows, out, indent=2)
     out.write("\n")
 
 
-def _fix_edits(finding: Finding, sources: dict[str, str | None]) -> tuple[Edit, ...]:
+def current_fix_edits(finding: Finding, sources: dict[str, str | None]) -> tuple[Edit, ...]:
     """The text edits of ``finding``'s fix in the file as it is now (LibCST is loaded for
     files with fixes only)."""
     if finding.fix is None:
@@ -183,23 +183,46 @@ WRITERS: dict[str, Callable[[Sequence[Finding], Mapping[str, type[Rule]], TextIO
 }
 
 
-def write_statistics(
-    findings: Sequence[Finding], rules: Mapping[str, type[Rule]], out: TextIO
-) -> None:
+def statistics(
+    findings: Sequence[Finding], rules: Mapping[str, type[Rule]]
+) -> list[dict[str, Any]]:
+    """Findings counted per code, most frequent first (``--statistics``)."""
     counts = Counter(finding.code for finding in findings)
-    width = max((len(str(count)) for count in counts.values()), default=1)
+    rows = []
     for code, count in sorted(counts.items(), key=lambda item: (-item[1], item[0])):
         rule = rules.get(code)
-        fixable = "[*] " if rule is not None and rule.fixable() else "    "
         name = rule.name if rule else ""
-        out.write(f"{str(count).rjust(width)}  {code}  {fixable}{name}\n")
+        rows.append(
+            {"code": code, "name": name, "count": count, "fixable": bool(rule and rule.fixable())}
+        )
+    return rows
 
 
-def summary(findings: Sequence[Finding], files: int) -> str:
+def write_statistics(
+    findings: Sequence[Finding], rules: Mapping[str, type[Rule]], out: TextIO, as_json: bool = False
+) -> None:
+    rows = statistics(findings, rules)
+    if as_json:
+        json.dump(rows, out, indent=2)
+        out.write("\n")
+        return
+    width = max((len(str(row["count"])) for row in rows), default=1)
+    for row in rows:
+        fixable = "[*] " if row["fixable"] else "    "
+        out.write(f"{str(row['count']).rjust(width)}  {row['code']}  {fixable}{row['name']}\n")
+
+
+def summary(findings: Sequence[Finding], files: int, failed: int = 0) -> str:
+    """The closing line; never "All checks passed!" when ``failed`` files could not be
+    analysed."""
+    unanalysed = f"{failed} {'file' if failed == 1 else 'files'} could not be analysed"
     if not findings:
+        if failed:
+            return f"No findings in the other files, but {unanalysed}."
         return f"All checks passed! ({files} files)"
     errors = sum(1 for finding in findings if finding.severity == "error")
     warnings = len(findings) - errors
     parts = [f"{errors} in hot paths"] + ([f"{warnings} elsewhere"] if warnings else [])
     noun = "finding" if len(findings) == 1 else "findings"
-    return f"Found {len(findings)} {noun} ({', '.join(parts)}) in {files} files."
+    line = f"Found {len(findings)} {noun} ({', '.join(parts)}) in {files} files"
+    return f"{line}; {unanalysed}." if failed else f"{line}."

@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from syncguard.values import Value
 
 FAMILIES = {
+    "0": "suppression hygiene",
     "1": "device-to-host read",
     "2": "data-dependent shape",
     "3": "host-to-device copy",

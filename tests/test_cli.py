@@ -126,7 +126,11 @@ def test_bad_input_is_located_and_does_not_stop_other_files(tree: Path) -> None:
     assert "latin.py:1:6: cannot decode" in result.stderr
     assert "binary.py:1:1: not a text file" in result.stderr
     assert "missing_dir:1:1: no such file or directory" in result.stderr
-    assert [f["path"] for f in json.loads(result.stdout)] == ["a.py", "b.py"]
+    entries = json.loads(result.stdout)
+    assert [f["path"] for f in entries if f["code"] != "SG000"] == ["a.py", "b.py"]
+    assert [(f["path"], f["line"]) for f in entries if f["code"] == "SG000"] == [
+        ("binary.py", 1), ("broken.py", 1), ("latin.py", 1), ("missing_dir", 1)
+    ]  # fmt: skip
 
 
 def test_full_output_has_code_frame_caret_and_help(tree: Path) -> None:
