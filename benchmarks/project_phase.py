@@ -92,7 +92,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--repeat", type=int, default=5, help="project-phase runs (median)")
     args = parser.parse_args(argv)
     settings = Settings()
-    files, missing = discover([args.corpus], settings.exclude)
+    files, missing = discover([args.corpus], settings)
     if missing or not files:
         print(f"project_phase: no Python files under {args.corpus}", file=sys.stderr)
         return 2

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import ast
 
-from syncguard.facts import Edit, Fix, Span
-from syncguard.fixes import UNSAFE, add_keyword_fix, replace_fix
+from syncguard.facts import Fix
+from syncguard.fixes import UNSAFE, add_keyword_fix, codemod_fix, replace_fix
 from syncguard.rule import Context, Invalid, Rule, Valid
 from syncguard.rules._ops import is_device_tensor, short
 
@@ -34,6 +34,7 @@ class CpuCopySync(Rule):
     """
 
     code = "SG103"
+    sweep_ops = ("extra:Tensor.cpu", "extra:Tensor.numpy", "extra:Tensor.to")
     name = "cpu-copy-sync"
     message = "a blocking device-to-host copy waits for all queued GPU work"
     tokens = ("cpu", "numpy")
@@ -177,7 +178,7 @@ class Sampler(nn.Module):
         # (``staged = x.cpu()``), not where it is read at once (``x.cpu().numpy()``).
         fixable = node is self._assigned
         if func.attr == "cpu" and not node.args:
-            fix = _cpu_fix(node, source, ctx) if fixable and not node.keywords else None
+            fix = _cpu_fix(node, ctx) if fixable and not node.keywords else None
             self._report(node, source, "`.cpu()` copies to the host and waits", ctx, fix)
         elif func.attr == "to" and _targets_host(node, ctx) and not _may_be_non_blocking(node):
             message = '`.to("cpu")` without `non_blocking=True` waits'
@@ -213,11 +214,11 @@ class Sampler(nn.Module):
 _FIX_DESCRIPTION = "copy with non_blocking=True (unsafe: read the result only after an event)"
 
 
-def _cpu_fix(node: ast.Call, source: ast.expr, ctx: Context) -> Fix:
+def _cpu_fix(node: ast.Call, ctx: Context) -> Fix:
     """``x.cpu()`` -> ``x.to("cpu", non_blocking=True)``, keeping ``x``'s own text."""
-    receiver, call = ctx.span(source), ctx.span(node)
-    span = Span(receiver.end_line, receiver.end_column, call.end_line, call.end_column)
-    return Fix(UNSAFE, _FIX_DESCRIPTION, (Edit(span, '.to("cpu", non_blocking=True)'),))
+    return codemod_fix(
+        ctx, node, "call-method", UNSAFE, _FIX_DESCRIPTION, "to", '"cpu", non_blocking=True'
+    )
 
 
 def _to_fix(node: ast.Call, ctx: Context) -> Fix | None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import ast
 
 from syncguard.facts import Fix
-from syncguard.fixes import UNSAFE, replace_fix
+from syncguard.fixes import UNSAFE, codemod_fix
 from syncguard.rule import Context, Invalid, Rule, Valid
 from syncguard.values import PYSEQ, maybe_device_tensor
 
@@ -30,6 +30,7 @@ class HostDataToDevice(Rule):
     """
 
     code = "SG301"
+    sweep_ops = ("extra:tensor", "extra:as_tensor", "extra:Tensor.new_tensor", "extra:from_numpy")
     name = "host-data-to-device"
     message = "a device tensor built from host data is copied with a blocking host-to-device copy"
     tokens = ("tensor(", "asarray(")
@@ -115,7 +116,7 @@ class Sampler(nn.Module):
 
 def _pinned_fix(node: ast.Call, ctx: Context) -> Fix | None:
     """``torch.tensor(data, device=d)`` -> ``torch.tensor(data, pin_memory=True).to(d,
-    non_blocking=True)``; only for one-line calls (nothing inside to lose)."""
+    non_blocking=True)``; comments and layout inside the call are kept."""
     keywords = {keyword.arg: keyword for keyword in node.keywords}
     device = keywords.get("device")
     if (
@@ -124,15 +125,7 @@ def _pinned_fix(node: ast.Call, ctx: Context) -> Fix | None:
         or "pin_memory" in keywords
         or "requires_grad" in keywords
         or len(node.args) != 1
-        or node.lineno != node.end_lineno
     ):
         return None
-    kept = [ctx.text(node.args[0])]
-    kept += [ctx.text(k) for k in node.keywords if k is not device]
-    text = (
-        f"{ctx.text(node.func)}({', '.join(kept)}, pin_memory=True)"
-        f".to({ctx.text(device.value)}, non_blocking=True)"
-    )
-    return replace_fix(
-        ctx, node, text, UNSAFE, "build the data in pinned memory and copy it non-blocking"
-    )
+    description = "build the data in pinned memory and copy it non-blocking"
+    return codemod_fix(ctx, node, "pinned-copy", UNSAFE, description)

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import ast
 
-from syncguard.facts import Edit, Fix
-from syncguard.fixes import SAFE
+from syncguard.facts import Fix
+from syncguard.fixes import SAFE, codemod_fix
 from syncguard.rule import Context, Invalid, Rule, Valid
 from syncguard.values import BOOL, INDEX, PAGEABLE, PINNED, PYSEQ, TENSOR, maybe_device_tensor
 
@@ -122,7 +122,7 @@ class Runner(nn.Module):
                 target,
                 subject=target.value,
                 suggestion=f"write through a slice: `{buf}[{position}:{position}+1] = ...`",
-                fix=self._slice_fix(elements[-1], ctx),
+                fix=self._slice_fix(target, elements[-1], ctx),
             )
 
     @staticmethod
@@ -135,13 +135,13 @@ class Runner(nn.Module):
         return value.on_host and not value.tags & _NOT_AN_INTEGER
 
     @staticmethod
-    def _slice_fix(node: ast.expr, ctx: Context) -> Fix | None:
+    def _slice_fix(target: ast.Subscript, index: ast.expr, ctx: Context) -> Fix | None:
         """``[k]`` -> ``[k:k+1]`` for a literal ``k``; ``[-1]`` -> ``[-1:]``."""
-        number = _literal_int(node)
-        if number is None:
+        if _literal_int(index) is None:
             return None
-        text = "-1:" if number == -1 else f"{number}:{number + 1}"
-        return Fix(SAFE, "write through a one-element slice", (Edit(ctx.span(node), text),))
+        return codemod_fix(
+            ctx, target, "one-element-slice", SAFE, "write through a one-element slice"
+        )
 
 
 def _literal_int(node: ast.expr) -> int | None:

@@ -11,7 +11,7 @@ which lines of its module execute, lints that module, and classifies:
   or a false positive);
 * syncs outside the linted files are listed apart.
 
-``add_verify_arguments`` / ``run_verify`` implement ``syncguard verify MODULE:CALLABLE``:
+``run_verify`` implements ``syncguard verify MODULE:CALLABLE`` (its options: syncguard.cli):
 exit code 0 when every runtime sync in the linted files is confirmed, 1 when the linter
 missed one, 2 when the target cannot be loaded or raises.
 """
@@ -370,32 +370,6 @@ def verify(
         report.not_executed,
     ) = classify(audit.events, findings, recorder.lines, linted)
     return report
-
-
-def add_verify_arguments(parser: argparse.ArgumentParser) -> None:
-    """The options of ``syncguard verify``."""
-    parser.add_argument("target", metavar="MODULE:CALLABLE", help="the callable to run")
-    parser.add_argument(
-        "--args-factory",
-        metavar="MODULE:CALLABLE",
-        help="called first (unaudited); returns the target's arguments: a tuple, a dict or None",
-    )
-    parser.add_argument(
-        "--path",
-        dest="paths",
-        action="append",
-        default=[],
-        metavar="FILE",
-        help="also lint FILE (repeatable); the target's module is always linted",
-    )
-    parser.add_argument("--scope", choices=("all", "hot"), default="all", help="linter scope")
-    parser.add_argument(
-        "--simulate",
-        choices=("auto", "yes", "no"),
-        default="auto",
-        help="simulation: auto (when CUDA is unavailable), yes, or no",
-    )
-    parser.add_argument("--format", choices=("text", "json"), default="text")
 
 
 def run_verify(args: argparse.Namespace) -> int:

@@ -1,98 +1,154 @@
-"""The ``syncguard`` command line."""
+"""The ``syncguard`` command line: a click group of subcommands.
+
+Each subcommand's options are the decorators above its function, and nowhere else: adding
+an option is one ``@click.option`` there; its value reaches the ``_run_*`` function as an
+attribute of ``args`` (a namespace of every parameter, named as click names them). Usage
+errors exit 2, as click's do. The subcommands import what they need when they run, so
+``--help`` and a lint of one file stay quick.
+"""
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import errno
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, TextIO
+
+import click
 
 from syncguard._version import __version__
 
 if TYPE_CHECKING:
+    from click.shell_completion import CompletionItem
+
     from syncguard.config import Settings
     from syncguard.engine import LintResult
+    from syncguard.fixes import FixRun
     from syncguard.progress import ProgressBar
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
+# Why a write to an open descriptor fails: full disk, quota, I/O error, closed or read-only.
+_DEVICE_ERRORS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EIO, errno.EBADF, errno.EFBIG})
+OUTPUT_FORMATS = ("full", "concise", "json", "sarif", "github")
+CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 
 
-def _parser(with_verify: bool = True) -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="syncguard",
-        description="Find GPU host-device synchronizations in the hot paths of PyTorch code.",
-    )
-    parser.add_argument("--version", action="version", version=f"syncguard {__version__}")
-    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+@click.group(context_settings=CONTEXT, invoke_without_command=True)
+@click.version_option(__version__, prog_name="syncguard", message="%(prog)s %(version)s")
+@click.pass_context
+def cli(ctx: click.Context) -> None:
+    """Find GPU host-device synchronizations in the hot paths of PyTorch code.
 
-    check = commands.add_parser("check", help="lint files or folders (default: .)")
-    check.add_argument("paths", nargs="*", default=["."], metavar="PATH")
-    check.add_argument(
-        "--output-format",
-        choices=("full", "concise", "json", "sarif", "github"),
-        help="full (default on a terminal), concise, json, sarif or github",
-    )
-    check.add_argument("--select", help="comma list of codes or prefixes to report (SG1,SG201)")
-    check.add_argument("--ignore", help="comma list of codes or prefixes not to report")
-    check.add_argument(
-        "--hot", action="append", default=[], metavar="PATTERN",
-        help="glob over qualified names (pkg.mod.Class.method) of extra hot functions; repeatable",
-    )  # fmt: skip
-    check.add_argument(
-        "--scope", choices=("hot", "all"),
-        help="hot (default): only hot paths; all: also elsewhere, as warnings",
-    )  # fmt: skip
-    check.add_argument(
-        "--config", metavar="FILE", help="pyproject.toml to read [tool.syncguard] from"
-    )
-    check.add_argument("--exit-zero", action="store_true", help="exit 0 even with findings")
-    check.add_argument("--statistics", action="store_true", help="count findings per rule")
-    check.add_argument("--no-color", action="store_true", help="never use ANSI colours")
-    check.add_argument(
-        "--jobs", "-j", type=_job_count, metavar="N",
-        help="analyse files in N processes (default: the number of CPU cores)",
-    )  # fmt: skip
-    check.add_argument("--no-cache", action="store_true", help="neither read nor write the cache")
-    check.add_argument(
-        "--cache-dir", metavar="DIR",
-        help="cache folder (default: .syncguard_cache beside the config file, or in the "
-        "current directory)",
-    )  # fmt: skip
-    check.add_argument("--fix", action="store_true", help="apply safe fixes to the files")
-    check.add_argument(
-        "--unsafe-fixes", action="store_true",
-        help="with --fix or --diff: also apply unsafe fixes (they may change behaviour)",
-    )  # fmt: skip
-    check.add_argument(
-        "--diff", action="store_true",
-        help="print the fixes as a unified diff, write nothing; exit 1 if there are any",
-    )  # fmt: skip
-
-    rule = commands.add_parser("rule", help="explain a rule (syncguard rule SG101)")
-    rule.add_argument("code", nargs="?", help="rule code, e.g. SG101")
-    rule.add_argument("--all", action="store_true", help="list every rule")
-    rule.add_argument("--output-format", choices=("text", "json"), default="text")
-
-    verify = commands.add_parser(
-        "verify", help="run a callable under the runtime audit and cross-check the linter"
-    )
-    if with_verify:  # its options live in syncguard.runtime.verify: import it only when used
-        from syncguard.runtime.verify import add_verify_arguments
-
-        add_verify_arguments(verify)
-    return parser
+    Shell completion: eval "$(_SYNCGUARD_COMPLETE=bash_source syncguard)" in ~/.bashrc
+    (zsh_source for zsh, fish_source for fish).
+    """
+    if ctx.invoked_subcommand is None:  # a bare `syncguard` is a usage error: help, exit 2
+        click.echo(ctx.get_help(), err=True)
+        ctx.exit(EXIT_ERROR)
 
 
-def _job_count(text: str) -> int:
+# ---------------------------------------------------------------- check
+
+
+@cli.command(
+    epilog="Exit codes: 0 no findings, 1 findings, 2 usage or config error, or a file that "
+    "could not be analysed."
+)
+@click.argument("paths", nargs=-1, type=click.Path(), metavar="[PATH]...")
+@click.option(
+    "--output-format",
+    type=click.Choice(OUTPUT_FORMATS),
+    help="full (default on a terminal), concise, json, sarif or github",
+)
+@click.option("--select", help="comma list of codes or prefixes to report (SG1,SG201)")
+@click.option("--extend-select", help="like --select, added to the config's selection")
+@click.option("--ignore", help="comma list of codes or prefixes not to report")
+@click.option("--extend-ignore", help="the same as --ignore (as in ruff)")
+@click.option(
+    "--hot", multiple=True, metavar="PATTERN",
+    help="glob over qualified names (pkg.mod.Class.method) of extra hot functions; repeatable",
+)  # fmt: skip
+@click.option(
+    "--scope", type=click.Choice(("hot", "all")),
+    help="hot (default): only hot paths; all: also elsewhere, as warnings",
+)  # fmt: skip
+@click.option("--config", metavar="FILE", help="pyproject.toml to read [tool.syncguard] from")
+@click.option("--force-exclude", is_flag=True, help="apply exclude to paths named here too")
+@click.option(
+    "--require-reason", is_flag=True,
+    help="a suppression without `-- reason` is a finding (SG004); also: require-reason = true",
+)  # fmt: skip
+@click.option(
+    "--no-project", is_flag=True,
+    help="lint only the named files; by default, files named inside a project (the config "
+    "file's folder, else the git root) are linted with the whole project as their context",
+)  # fmt: skip
+@click.option("--show-settings", is_flag=True, help="print the settings, their files and why")
+@click.option("--show-files", is_flag=True, help="print the files that would be linted")
+@click.option("--exit-zero", is_flag=True, help="exit 0 even with findings")
+@click.option("--statistics", is_flag=True, help="count findings per rule")
+@click.option("--no-color", is_flag=True, help="never use colours (also: NO_COLOR=1)")
+@click.option(
+    "--jobs", "-j", type=click.IntRange(min=1), metavar="N",
+    help="analyse files in N processes (default: the number of CPU cores)",
+)  # fmt: skip
+@click.option("--no-cache", is_flag=True, help="neither read nor write the cache")
+@click.option(
+    "--cache-dir", metavar="DIR",
+    help="cache folder (default: .syncguard_cache beside the config file, or in the current "
+    "directory)",
+)  # fmt: skip
+@click.option(
+    "--output-file", "-o", metavar="FILE", help="write the report to FILE instead of stdout"
+)
+@click.option("--quiet", "-q", is_flag=True, help="print the findings and nothing else")
+@click.option(
+    "--stdin-filename", metavar="NAME",
+    help="with PATH `-`: lint the source read from stdin as the file NAME",
+)  # fmt: skip
+@click.option(
+    "--baseline", metavar="FILE",
+    help="report only findings not in FILE (written by `syncguard baseline`)",
+)  # fmt: skip
+@click.option(
+    "--fail-on-stale", is_flag=True,
+    help="with --baseline: exit 1 when baseline entries match no finding any more",
+)  # fmt: skip
+@click.option(
+    "--add-noqa", is_flag=True,
+    help="add a `# noqa: CODE` comment for every finding instead of reporting them",
+)  # fmt: skip
+@click.option("--reason", metavar="TEXT", help="with --add-noqa: the `-- TEXT` reason to add")
+@click.option("--fix", is_flag=True, help="apply safe fixes to the files")
+@click.option(
+    "--unsafe-fixes", is_flag=True,
+    help="with --fix or --diff: also apply unsafe fixes (they may change behaviour)",
+)  # fmt: skip
+@click.option(
+    "--diff", is_flag=True,
+    help="print the fixes as a unified diff, write nothing; exit 1 if there are any",
+)  # fmt: skip
+def check(**params: Any) -> int:
+    """Lint files or folders (default: .) for syncs in hot paths."""
+    args = argparse.Namespace(**params)
+    args.paths = list(args.paths) or ["."]
+    if not _working_directory_exists():
+        return EXIT_ERROR
+    return _run_check(args)
+
+
+def _working_directory_exists() -> bool:
+    """False, after saying so, when the current folder was deleted (or moved) under us."""
     try:
-        jobs = int(text)
-    except ValueError:
-        jobs = 0
-    if jobs < 1:
-        raise argparse.ArgumentTypeError(f"expected a whole number of processes >= 1, got {text!r}")
-    return jobs
+        os.getcwd()
+    except FileNotFoundError:
+        _error(".: the current folder no longer exists (deleted or moved?): cd to one that does")
+        return False
+    return True
 
 
 def _default_jobs() -> int:
@@ -102,15 +158,18 @@ def _default_jobs() -> int:
     return os.cpu_count() or 1
 
 
-def _cache_dir(args: argparse.Namespace, settings: Settings) -> Path | None:
-    """Where the cache lives for this run; None with --no-cache."""
+def _cache_dir(
+    args: argparse.Namespace, settings: Settings, root: Path | None = None
+) -> Path | None:
+    """Where the cache lives for this run (beside the config file, else at the project
+    ``root``, else here); None with --no-cache."""
     from syncguard.cache import CACHE_FOLDER
 
     if args.no_cache:
         return None
     if args.cache_dir:
         return Path(args.cache_dir)
-    base = settings.source.parent if settings.source is not None else Path.cwd()
+    base = settings.source.parent if settings.source is not None else root or Path.cwd()
     return base / CACHE_FOLDER
 
 
@@ -119,35 +178,40 @@ def _error(message: str) -> int:
     return EXIT_ERROR
 
 
-def _check(args: argparse.Namespace) -> int:
-    from syncguard.config import ConfigError, check_selectors, find_config, load, parse_codes
-    from syncguard.reporting import WRITERS, summary, write_statistics
+def _settings(args: argparse.Namespace) -> Settings:
+    """The run's project-wide settings, the command line's options applied; raises
+    ConfigError."""
+    from syncguard.hierarchy import ConfigTree, overrides_of
     from syncguard.rules import all_rules
 
+    config = Path(args.config) if args.config else None
+    tree = ConfigTree(overrides_of(vars(args)), list(all_rules()), config)
+    settings = tree.settings_for_paths(args.paths)
+    return settings.with_overrides(require_reason=args.require_reason or None)
+
+
+def _run_check(args: argparse.Namespace) -> int:
+    from syncguard.config import ConfigError
+    from syncguard.diagnostics import UnanalysableFile, problem_findings
+    from syncguard.hierarchy import show
+    from syncguard.reporting import WRITERS, summary, write_statistics
+
     try:
-        if args.config:
-            config_path: Path | None = Path(args.config)
-        else:
-            config_path = find_config(Path.cwd())
-        settings = load(config_path)
-        overrides = {
-            "select": parse_codes(args.select, "--select") if args.select else None,
-            "ignore": parse_codes(args.ignore, "--ignore") if args.ignore else None,
-            "scope": args.scope,
-            "hot_functions": (*settings.hot_functions, *args.hot) if args.hot else None,
-        }
-        settings = settings.with_overrides(**overrides)
-        check_selectors(settings, list(all_rules()))
+        settings = _settings(args)
     except ConfigError as error:
         return _error(str(error))
+    if args.stdin_filename and args.paths != ["-"]:
+        return _error("--stdin-filename needs the path `-` (the source is read from stdin)")
+    if args.show_settings or args.show_files:
+        return show(args.paths, settings, args.show_files, args.show_settings)
 
     if args.diff:
         return _diff(args, settings)
     fix_note = ""
     if args.fix:
-        from syncguard.fixes import fix_paths, write_fixes
+        from syncguard.fixes import write_fixes
 
-        run = fix_paths(args.paths, settings=settings, unsafe=args.unsafe_fixes)
+        run = _fix(args, settings)
         write_errors = write_fixes(run)
         for message in write_errors:
             sys.stderr.write(f"{message}\n")
@@ -161,24 +225,146 @@ def _check(args: argparse.Namespace) -> int:
         )
     else:
         result = _lint(args, settings)
+    stale = _apply_baseline(args, settings, result)
+    if isinstance(stale, int):
+        return stale
+    if args.add_noqa:
+        return _add_noqa(args, settings, result)
     output_format = args.output_format or ("full" if sys.stdout.isatty() else "concise")
-    color = sys.stdout.isatty() and not args.no_color and "NO_COLOR" not in os.environ
-    WRITERS[output_format](result.findings, result.rules, sys.stdout, color)
-    if args.statistics:
-        write_statistics(result.findings, result.rules, sys.stdout)
-    for problem in result.problems:
-        sys.stderr.write(f"{problem}\n")
-    for warning in result.warnings:
-        sys.stderr.write(f"syncguard: warning: {warning}\n")
-    if output_format in ("full", "concise"):
-        sys.stdout.write(summary(result.findings, result.files) + "\n")
-        if fix_note:
-            sys.stdout.write(fix_note + "\n")
+    # Files that could not be analysed are entries of the report too (SG000), in every format.
+    entries = sorted(
+        [*result.findings, *problem_findings(result.problems)], key=lambda f: f.sort_key
+    )
+    rules = {**result.rules, UnanalysableFile.code: UnanalysableFile}
+    with contextlib.ExitStack() as files:
+        try:
+            stream = files.enter_context(_report_file(args.output_file))
+        except OSError as error:
+            return _error(f"{args.output_file}: cannot write the report: {error.strerror or error}")
+        output = _Output(stream)
+        color = (
+            (stream or sys.stdout).isatty() and not args.no_color and "NO_COLOR" not in os.environ
+        )
+
+        def report(out: TextIO) -> None:
+            if args.statistics:  # the counts instead of the findings, as ruff does
+                write_statistics(entries, rules, out, output_format in ("json", "sarif"))
+            else:
+                WRITERS[output_format](entries, rules, out, color)
+
+        def closing(out: TextIO) -> None:
+            if output_format in ("full", "concise") and not args.quiet:
+                out.write(summary(result.findings, result.files, len(result.problems)) + "\n")
+                if fix_note:
+                    out.write(fix_note + "\n")
+
+        output.write(report)
+        for problem in result.problems:  # also where people read while tools read stdout
+            sys.stderr.write(f"{problem}\n")
+        for warning in result.warnings:
+            sys.stderr.write(f"syncguard: warning: {warning}\n")
+        if not args.quiet:
+            for key in stale:
+                sys.stderr.write(f"syncguard: stale baseline entry (nothing matches it): {key}\n")
+        output.write(closing)
     if result.problems:
         return EXIT_ERROR
     if result.findings and not args.exit_zero:
-        return EXIT_FINDINGS
-    return EXIT_CLEAN
+        return output.status(EXIT_FINDINGS)
+    if stale and args.fail_on_stale:
+        return output.status(EXIT_FINDINGS)
+    return output.status(EXIT_CLEAN)
+
+
+@contextlib.contextmanager
+def _report_file(path: str | None) -> Iterator[TextIO | None]:
+    """The ``--output-file`` opened for writing (its folder created); None without one.
+    Raises OSError."""
+    if not path:
+        yield None
+        return
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "w", encoding="utf-8", newline="\n") as stream:
+        yield stream
+
+
+def _apply_baseline(
+    args: argparse.Namespace, settings: Settings, result: LintResult
+) -> list[Any] | int:
+    """With ``--baseline``: drop the findings it holds from ``result``; returns the stale
+    entries, or the exit code when the baseline cannot be read."""
+    if not args.baseline:
+        return []
+    from syncguard.baseline import BaselineError, apply, load
+    from syncguard.workspace import project_root
+
+    try:
+        keys = load(args.baseline)
+    except BaselineError as error:
+        return _error(str(error))
+    applied = apply(result.findings, keys, project_root(settings) or Path.cwd(), args.paths)
+    result.findings = applied.new
+    return list(applied.stale)
+
+
+def _add_noqa(args: argparse.Namespace, settings: Settings, result: LintResult) -> int:
+    """``--add-noqa``: write suppression comments for the findings of ``result`` (in the
+    linted folders, and in the project around named files)."""
+    from syncguard.fixes import write_fixes
+    from syncguard.noqa import add_noqa
+    from syncguard.workspace import project_root
+    from syncguard.writing import linted_roots
+
+    root = None if args.no_project else project_root(settings)
+    folders = [path for path in args.paths if path != "-"] + ([str(root)] if root else [])
+    run, lines = add_noqa(result.findings, args.reason, linted_roots(folders))
+    errors = write_fixes(run)
+    for message in [*errors, *map(str, result.problems)]:
+        sys.stderr.write(f"{message}\n")
+    if not args.quiet:
+        sys.stdout.write(
+            f"Added suppression comments to {lines} lines in {len(run.fixed)} files.\n"
+        )
+    return EXIT_ERROR if errors or result.problems else EXIT_CLEAN
+
+
+class _Output:
+    """The command's output on stdout. A reader that stops reading (``| head``) is no
+    error: the run ends as if it had read everything. Output the device refuses (a full
+    disk, a closed descriptor) is an error, said once on stderr."""
+
+    def __init__(self, stream: TextIO | None = None) -> None:
+        self.failed = False
+        self.stream = stream  # instead of stdout (``--output-file``)
+
+    def write(self, produce: Callable[[TextIO], object]) -> None:
+        out = self.stream or sys.stdout
+        try:
+            produce(out)
+            out.flush()
+        except BrokenPipeError:
+            _discard_stdout()
+        except OSError as error:
+            _discard_stdout()
+            if not self.failed:
+                self.failed = True
+                _error(f"cannot write the output: {error.strerror or error}")
+
+    def status(self, status: int) -> int:
+        return EXIT_ERROR if self.failed else status
+
+
+def _discard_stdout() -> None:
+    """Send what stdout still holds, and anything written later, to the null device (so
+    that the flush at exit raises nothing)."""
+    try:
+        null = os.open(os.devnull, os.O_WRONLY)
+        try:
+            os.dup2(null, sys.stdout.fileno())
+        finally:
+            os.close(null)
+    except (OSError, ValueError, AttributeError):  # no descriptor (a test's capture)
+        pass
 
 
 def progress_bar(output_format: str | None) -> ProgressBar | None:
@@ -192,18 +378,62 @@ def progress_bar(output_format: str | None) -> ProgressBar | None:
 
 
 def _lint(args: argparse.Namespace, settings: Settings) -> LintResult:
-    """Lint with the run options (processes, cache, progress bar on a terminal)."""
+    """Lint with the run options (processes, cache, progress bar on a terminal): files
+    named inside a project with the project as their context (:mod:`syncguard.changed`),
+    ``-`` as the source on stdin."""
+    from syncguard.changed import in_project, lint_changed
     from syncguard.engine import lint_files
+    from syncguard.workspace import project_root
 
-    progress = progress_bar(args.output_format)
-    try:
-        return lint_files(
+    root = None if args.no_project else project_root(settings)
+    paths, options = args.paths, _run_options(args, settings, root)
+    if paths == ["-"]:
+        paths = [os.path.normpath(args.stdin_filename or "stdin.py")]
+        options["sources"] = {paths[0]: sys.stdin.read()}
+    with _progress(args) as progress:
+        if root is not None and in_project(paths, root):
+            return lint_changed(paths, root, settings=settings, progress=progress, **options)
+        return lint_files(paths, settings=settings, progress=progress, **options)
+
+
+def _fix(args: argparse.Namespace, settings: Settings) -> FixRun:
+    """The fixes of ``--fix`` / ``--diff``, made in memory with the run options."""
+    from syncguard.fixes import fix_paths
+
+    with _progress(args) as progress:
+        return fix_paths(
             args.paths,
             settings=settings,
-            jobs=args.jobs or _default_jobs(),
-            cache_dir=_cache_dir(args, settings),
+            unsafe=args.unsafe_fixes,
             progress=progress,
+            **_run_options(args, settings),
         )
+
+
+def _run_options(
+    args: argparse.Namespace, settings: Settings, root: Path | None = None
+) -> dict[str, Any]:
+    return {"jobs": _jobs(args.jobs), "cache_dir": _cache_dir(args, settings, root)}
+
+
+def _jobs(asked: int | None) -> int:
+    """Worker processes: as asked, but no more than the CPU cores (each costs memory and
+    more would only wait for a core)."""
+    cores = _default_jobs()
+    if asked is not None and asked > cores:
+        noun = "core" if cores == 1 else "cores"
+        sys.stderr.write(
+            f"syncguard: note: --jobs {asked} is more than the {cores} CPU {noun}: using {cores}\n"
+        )
+    return min(asked or cores, cores)
+
+
+@contextlib.contextmanager
+def _progress(args: argparse.Namespace) -> Iterator[ProgressBar | None]:
+    """A progress bar for the per-file phase where one is wanted, erased afterwards."""
+    progress = progress_bar(args.output_format)
+    try:
+        yield progress
     finally:
         if progress is not None:
             progress.close()
@@ -211,51 +441,167 @@ def _lint(args: argparse.Namespace, settings: Settings) -> LintResult:
 
 def _diff(args: argparse.Namespace, settings: Settings) -> int:
     """``--diff``: print what the fixes would change; exit 1 when they would change anything."""
-    from syncguard.fixes import fix_paths, unified_diff
+    from syncguard.fixes import unified_diff
 
-    run = fix_paths(args.paths, settings=settings, unsafe=args.unsafe_fixes)
-    sys.stdout.write(unified_diff(run.original, run.fixed))
+    run = _fix(args, settings)
+    output = _Output()
+    output.write(lambda out: out.write(unified_diff(run.original, run.fixed)))
     for problem in run.result.problems:
         sys.stderr.write(f"{problem}\n")
     if run.fixed:
-        return EXIT_FINDINGS
-    return EXIT_ERROR if run.result.problems else EXIT_CLEAN
+        return output.status(EXIT_FINDINGS)
+    return EXIT_ERROR if run.result.problems else output.status(EXIT_CLEAN)
 
 
-def _rule(args: argparse.Namespace) -> int:
+# ---------------------------------------------------------------- baseline
+
+
+@cli.command()
+@click.argument("paths", nargs=-1, type=click.Path(), metavar="[PATH]...")
+@click.option(
+    "--output", "-o", "baseline_file", required=True, metavar="FILE",
+    help="the baseline file to write (JSON; commit it, then `check --baseline FILE`)",
+)  # fmt: skip
+def baseline(**params: Any) -> int:
+    """Record the current findings of PATHS (default: .) so that `syncguard check
+    --baseline FILE` reports only new ones: adopt syncguard on a tree with findings."""
+    from syncguard.baseline import dumps, finding_keys
+    from syncguard.config import ConfigError
+    from syncguard.workspace import project_root
+
+    args = argparse.Namespace(**params, output_format=None, stdin_filename=None)
+    args.paths = list(args.paths) or ["."]
+    try:
+        settings = _settings(args)
+    except ConfigError as error:
+        return _error(str(error))
+    result = _lint(args, settings)
+    for problem in result.problems:
+        sys.stderr.write(f"{problem}\n")
+    keys = finding_keys(result.findings, project_root(settings) or Path.cwd())
+    try:
+        Path(args.baseline_file).write_text(dumps(keys), encoding="utf-8")
+    except OSError as error:
+        return _error(f"{args.baseline_file}: cannot write the baseline: {error.strerror or error}")
+    sys.stdout.write(f"Wrote {len(keys)} findings to {args.baseline_file}.\n")
+    return EXIT_ERROR if result.problems else EXIT_CLEAN
+
+
+# What decides a baseline's findings: the options of `check` that choose what is analysed.
+_ANALYSIS_OPTIONS = frozenset(
+    {"select", "extend_select", "ignore", "extend_ignore", "hot", "scope", "config",
+     "force_exclude", "require_reason", "no_project", "jobs", "no_cache", "cache_dir"}
+)  # fmt: skip
+baseline.params[1:1] = [param for param in check.params if param.name in _ANALYSIS_OPTIONS]
+
+
+# ---------------------------------------------------------------- rule
+
+
+def _complete_rule_code(
+    ctx: click.Context, param: click.Parameter, incomplete: str
+) -> list[CompletionItem]:
+    from click.shell_completion import CompletionItem
+
+    from syncguard.rules import all_rules
+
+    return [
+        CompletionItem(code, help=rule.name)
+        for code, rule in all_rules().items()
+        if code.startswith(incomplete.upper())
+    ]
+
+
+@cli.command()
+@click.argument("code", required=False, shell_complete=_complete_rule_code)
+@click.option("--all", "show_all", is_flag=True, help="list every rule")
+@click.option("--output-format", type=click.Choice(("text", "json")), default="text")
+def rule(**params: Any) -> int:
+    """Explain a rule: what it flags, why it syncs, its measured cost and its fix
+    (syncguard rule SG101), or list them all."""
+    return _run_rule(argparse.Namespace(**params))
+
+
+def _run_rule(args: argparse.Namespace) -> int:
     from syncguard.ruledoc import rule_listing, rule_text
     from syncguard.rules import all_rules
 
     rules = all_rules()
-    if args.all or not args.code:
-        sys.stdout.write(rule_listing(rules, args.output_format))
-        return EXIT_CLEAN
+    output = _Output()
+    if args.show_all or not args.code:
+        output.write(lambda out: out.write(rule_listing(rules, args.output_format)))
+        return output.status(EXIT_CLEAN)
     code = args.code.upper()
     if code not in rules:
         return _error(f"unknown rule {args.code!r}; `syncguard rule --all` lists them")
-    sys.stdout.write(rule_text(rules[code], args.output_format))
-    return EXIT_CLEAN
+    output.write(lambda out: out.write(rule_text(rules[code], args.output_format)))
+    return output.status(EXIT_CLEAN)
+
+
+# ---------------------------------------------------------------- verify
+
+
+@cli.command()
+@click.argument("target", metavar="MODULE:CALLABLE")
+@click.option(
+    "--args-factory", metavar="MODULE:CALLABLE",
+    help="called first (unaudited); returns the target's arguments: a tuple, a dict or None",
+)  # fmt: skip
+@click.option(
+    "--path", "paths", multiple=True, metavar="FILE",
+    help="also lint FILE (repeatable); the target's module is always linted",
+)  # fmt: skip
+@click.option("--scope", type=click.Choice(("all", "hot")), default="all", help="linter scope")
+@click.option(
+    "--simulate", type=click.Choice(("auto", "yes", "no")), default="auto",
+    help="simulation: auto (when CUDA is unavailable), yes, or no",
+)  # fmt: skip
+@click.option("--format", type=click.Choice(("text", "json")), default="text")
+def verify(**params: Any) -> int:
+    """Run MODULE:CALLABLE under the runtime sync audit and cross-check the linter: exit 0
+    when every runtime sync in the linted files is a finding, 1 when the linter missed one,
+    2 when the target cannot be loaded or raises."""
+    from syncguard.runtime.verify import run_verify
+
+    if not _working_directory_exists():
+        return EXIT_ERROR
+    return run_verify(verify_arguments(params))
+
+
+def verify_arguments(params: dict[str, Any]) -> argparse.Namespace:
+    """The namespace ``run_verify`` reads, from the parameters of ``syncguard verify``."""
+    return argparse.Namespace(**{**params, "paths": list(params.get("paths", ()))})
+
+
+# ---------------------------------------------------------------- entry point
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    arguments = list(sys.argv[1:] if argv is None else argv)
-    parser = _parser(with_verify=bool(arguments) and arguments[0] == "verify")
-    args = parser.parse_args(arguments)
-    try:
-        if args.command == "check":
-            return _check(args)
-        if args.command == "rule":
-            return _rule(args)
-        if args.command == "verify":
-            from syncguard.runtime.verify import run_verify
-
-            return run_verify(args)
-        parser.print_help()
+    """Run the command line on ``argv`` (default: ``sys.argv[1:]``); returns the exit code."""
+    if sys.stdout is None:  # started with descriptor 1 closed
+        if sys.stderr is not None:
+            _error("standard output is closed: nowhere to write the results")
         return EXIT_ERROR
-    except KeyboardInterrupt:
+    try:
+        code = cli.main(
+            args=list(sys.argv[1:] if argv is None else argv),
+            prog_name="syncguard",
+            standalone_mode=False,
+        )
+    except click.ClickException as error:  # usage errors: exit 2
+        error.show()
+        return error.exit_code
+    except (click.Abort, KeyboardInterrupt):
         sys.stderr.write("syncguard: interrupted\n")
         return 130
-    except BrokenPipeError:
+    except BrokenPipeError:  # help or version text to a reader that stopped reading
+        _discard_stdout()
         return EXIT_CLEAN
+    except OSError as error:
+        if error.filename is not None or error.errno not in _DEVICE_ERRORS:
+            return _error(f"internal error: {type(error).__name__}: {error} (please report this)")
+        _discard_stdout()  # help or version text that the device refused
+        return _error(f"cannot write the output: {error.strerror or error}")
     except Exception as error:
         return _error(f"internal error: {type(error).__name__}: {error} (please report this)")
+    return code if isinstance(code, int) else EXIT_CLEAN

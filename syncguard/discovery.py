@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-import fnmatch
 import os
 from collections.abc import Iterator, Sequence
-from pathlib import PurePosixPath
+
+from syncguard.config import CONFIG_FILE, ConfigError, Settings
+from syncguard.facts import FileError
 
 SKIPPED_FOLDERS = frozenset(
     {".git", ".hg", ".svn", ".venv", "venv", ".tox", ".nox", "__pycache__", "build", "dist",
@@ -14,55 +15,79 @@ SKIPPED_FOLDERS = frozenset(
 )  # fmt: skip
 
 
-def _excluded(path: str, patterns: Sequence[str]) -> bool:
-    if not patterns:
-        return False  # the usual case: spare building a path object per file
-    posix = PurePosixPath(path.replace(os.sep, "/"))
-    text = str(posix)
-    for pattern in patterns:
-        pattern = pattern.rstrip("/")
-        if fnmatch.fnmatchcase(text, pattern) or fnmatch.fnmatchcase(posix.name, pattern):
-            return True
-        if any(fnmatch.fnmatchcase(part, pattern) for part in posix.parts):
-            return True
-        if fnmatch.fnmatchcase(text, f"*/{pattern}") or text.startswith(f"{pattern}/"):
-            return True
-    return False
+def discover(
+    paths: Sequence[str], settings: Settings | None = None
+) -> tuple[list[str], list[tuple[str, FileError]]]:
+    """Python files under ``paths`` (sorted; a file reached by two paths is listed once,
+    as first reached), and a located error for each path
+    that cannot be linted: one that does not exist, a folder that cannot be listed, a bad
+    config governing a folder (its files are not linted).
 
-
-def discover(paths: Sequence[str], exclude: Sequence[str] = ()) -> tuple[list[str], list[str]]:
-    """Python files under ``paths`` (sorted, unique) and the paths that do not exist.
-
-    Files named explicitly are always linted; directory walks skip VCS folders,
-    virtual environments, build output and ``exclude`` globs.
-    """
-    found: dict[str, None] = {}
-    missing: list[str] = []
+    Folder walks skip VCS folders, virtual environments, build output, symlinked folders
+    and what the ``exclude`` globs of the folder's config match; files and folders named
+    in ``paths`` are linted whatever ``exclude`` says unless ``force-exclude`` is set.
+    Anything else named ``*.py`` is kept: reading it says what it is."""
+    settings = settings or Settings()
+    found: dict[str, str] = {}  # absolute path -> the path as found (the first spelling)
+    problems: dict[tuple[str, FileError], None] = {}  # in order, each once
     for path in paths:
+        absolute = os.path.abspath(path)
+        try:
+            named = settings.for_folder(os.path.dirname(absolute))
+        except ConfigError as error:
+            problems.setdefault(_located(error), None)
+            continue
+        if named.force_exclude and named.excludes(path):
+            continue
         if os.path.isdir(path):
-            for file in _walk(path, exclude):
-                found.setdefault(file, None)
-        elif os.path.isfile(path):
-            found.setdefault(os.path.normpath(path), None)
+            for file, absolute in _walk(path, settings, problems):
+                found.setdefault(absolute, file)
+        elif os.path.exists(path):
+            found.setdefault(absolute, os.path.normpath(path))
         else:
-            missing.append(path)
-    return sorted(found), missing
+            gone = "broken symbolic link" if os.path.islink(path) else "no such file or directory"
+            problems.setdefault((path, FileError(1, 1, gone)), None)
+    return sorted(found.values()), list(problems)
 
 
-def _walk(top: str, exclude: Sequence[str]) -> Iterator[str]:
-    for folder, subfolders, files in os.walk(top):
+def _walk(
+    top: str, settings: Settings, problems: dict[tuple[str, FileError], None]
+) -> Iterator[tuple[str, str]]:
+    """(path, absolute path) of the Python files under the folder ``top``."""
+
+    def unlistable(error: OSError) -> None:
+        message = f"cannot list folder: {error.strerror or error}"
+        problems.setdefault((error.filename or top, FileError(1, 1, message)), None)
+
+    cwd = os.getcwd()
+    for folder, subfolders, files in os.walk(top, onerror=unlistable):
+        absolute = os.path.normpath(os.path.join(cwd, folder))
+        try:
+            here = settings.for_folder(absolute)
+        except ConfigError as error:
+            problems.setdefault(_located(error), None)
+            subfolders[:] = []
+            continue
         subfolders[:] = sorted(
             name
             for name in subfolders
             if name not in SKIPPED_FOLDERS
             and not os.path.exists(os.path.join(folder, name, "pyvenv.cfg"))
-            and not _excluded(os.path.join(folder, name), exclude)
+            and not here.excludes(os.path.join(folder, name))
         )
         for name in files:
             if name.endswith((".py", ".pyi")):
                 path = os.path.normpath(os.path.join(folder, name))
-                if not _excluded(path, exclude):
-                    yield path
+                if not here.excludes(path):
+                    yield path, os.path.join(absolute, name)
+
+
+def _located(error: ConfigError) -> tuple[str, FileError]:
+    """A bad config's error, its path relative to the working folder when inside it."""
+    path = error.path or CONFIG_FILE
+    relative = os.path.relpath(path) if os.path.isabs(path) else path
+    shown = path if relative.startswith(os.pardir) else relative
+    return shown, FileError(error.line, error.column, error.message)
 
 
 def module_name(path: str) -> tuple[str, bool]:

@@ -9,17 +9,14 @@ from __future__ import annotations
 
 import ast
 import contextlib
-import fnmatch
 import gc
 import hashlib
-import io
 import marshal
 import multiprocessing as mp
 import os
 import select
 import threading
 import time
-import tokenize
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
@@ -44,11 +41,13 @@ from syncguard.cache import (
 )
 from syncguard.config import Settings
 from syncguard.discovery import discover, module_name
-from syncguard.facts import FileError, FileFacts, source_lines
+from syncguard.facts import FileError, FileFacts
+from syncguard.hygiene import reported
 from syncguard.project import Finding, FunctionId, HotSettings, Project, SourceFile, root_of
+from syncguard.reading import Unreadable, decode, read_bytes, read_source
 from syncguard.rule import Rule
 from syncguard.rules import all_rules
-from syncguard.suppression import ignores_file, parse_line
+from syncguard.suppression import ignores_file
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,34 +74,6 @@ class LintResult:
     warnings: list[str] = field(default_factory=list)  # e.g. a cache that cannot be written
 
 
-def decode(data: bytes) -> str:
-    """Source text of ``data`` (PEP 263 encodings, BOM); raises FileError when impossible."""
-    if b"\0" in data:
-        raise_error = FileError(1, 1, "not a text file (contains NUL bytes): skipped")
-        raise _Unreadable(raise_error)
-    try:
-        encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
-    except SyntaxError as error:
-        if b"coding" in b"\n".join(data.splitlines()[:2]):
-            raise _Unreadable(FileError(1, 1, f"bad encoding declaration: {error}")) from None
-        encoding = "utf-8"  # undecodable bytes: the decode below says where
-    try:
-        return data.decode(encoding)
-    except (UnicodeDecodeError, LookupError) as error:
-        start = getattr(error, "start", 0)
-        line = data[:start].count(b"\n") + 1
-        column = start - (data.rfind(b"\n", 0, start) + 1) + 1
-        raise _Unreadable(
-            FileError(line, column, f"cannot decode as {encoding}: {error}")
-        ) from None
-
-
-class _Unreadable(Exception):
-    def __init__(self, error: FileError) -> None:
-        super().__init__(error.message)
-        self.error = error
-
-
 def analyze_source(
     source: str, module: str, is_package: bool, rules: Sequence[Rule]
 ) -> FileFacts | FileError:
@@ -127,79 +98,11 @@ def analyze_source(
 def analyze_path(path: str, rules: Sequence[Rule]) -> tuple[FileFacts | FileError, str | None]:
     """Facts (or a located error) for the file at ``path``, and its source text."""
     try:
-        with open(path, "rb") as handle:
-            data = handle.read()
-    except OSError as error:
-        return FileError(1, 1, f"cannot read: {error.strerror or error}"), None
-    try:
-        source = decode(data)
-    except _Unreadable as unreadable:
+        source = read_source(path)
+    except Unreadable as unreadable:
         return unreadable.error, None
     module, is_package = module_name(path)
     return analyze_source(source, module, is_package, rules), source
-
-
-def comment_lines(source: str) -> dict[int, str]:
-    """Line number -> comment text, from real comment tokens only."""
-    comments: dict[int, str] = {}
-    try:
-        for token in tokenize.generate_tokens(io.StringIO(source).readline):
-            if token.type == tokenize.COMMENT:
-                comments[token.start[0]] = token.string
-    except (tokenize.TokenError, SyntaxError, IndentationError):
-        pass
-    return comments
-
-
-class _Suppressions:
-    """Suppression comments of the files that have findings, read on demand."""
-
-    def __init__(self, sources: dict[str, str]) -> None:
-        self.sources = sources
-        self.lines: dict[str, list[str]] = {}
-        self.comments: dict[str, dict[int, str]] = {}
-
-    def _comment(self, path: str, line: int) -> str | None:
-        lines = self.lines.get(path)
-        if lines is None:
-            source = self.sources.get(path)
-            if source is None:
-                try:
-                    with open(path, "rb") as handle:
-                        source = decode(handle.read())
-                except (OSError, _Unreadable):
-                    source = ""
-            self.sources[path] = source
-            lines = self.lines[path] = source_lines(source)
-        text = lines[line - 1].lower() if 0 < line <= len(lines) else ""
-        if "noqa" not in text and "syncguard" not in text:
-            return None  # no suppression on this line: spare tokenizing the file
-        comments = self.comments.get(path)
-        if comments is None:
-            comments = self.comments[path] = comment_lines(self.sources[path])
-        return comments.get(line)
-
-    def silences(self, finding: Finding) -> bool:
-        for path, first, last in finding.suppressible_at:
-            for line in {finding.span.line if path == finding.path else first, first, last}:
-                comment = self._comment(path, line)
-                if comment is None:
-                    continue
-                suppression = parse_line(comment)
-                if suppression is not None and suppression.covers(finding.code):
-                    return True
-        return False
-
-
-def _per_file_ignored(settings: Settings, path: str, code: str) -> bool:
-    posix = path.replace(os.sep, "/")
-    for pattern, codes in settings.per_file_ignores:
-        matched = fnmatch.fnmatchcase(posix, pattern) or fnmatch.fnmatchcase(
-            os.path.basename(posix), pattern
-        )
-        if matched and any(code.startswith(prefix) for prefix in codes):
-            return True
-    return False
 
 
 def lint_files(
@@ -223,9 +126,12 @@ def lint_files(
     settings = settings or Settings()
     rule_classes = all_rules()
     result = LintResult(rules=rule_classes)
-    files, missing = discover(paths, settings.exclude)
-    for path in missing:
-        result.problems.append(Problem(path, 1, 1, "no such file or directory"))
+    given = sources or {}  # paths whose text is given need not exist (stdin)
+    files, unlintable = discover([p for p in paths if p not in given], settings)
+    files = sorted({*files, *(path for path in paths if path in given)})
+    for path, located in unlintable:
+        result.problems.append(Problem(path, located.line, located.column, located.message))
+    result.warnings.extend(settings.notes())
     result.files = len(files)
     cache = Cache(Path(cache_dir)) if cache_dir is not None else None
     rules = [rule_class() for rule_class in rule_classes.values()]
@@ -256,15 +162,13 @@ def lint_files(
             unit.outcome = unit.targets = unit.roots = unit.positions = None
         if cache is not None:
             cache.drop_known_files()
-    suppressions = _Suppressions({u.path: u.text for u in units if u.text is not None})
-    for finding in findings:
-        if not settings.selects(finding.code) or _per_file_ignored(
-            settings, finding.path, finding.code
-        ):
-            continue
-        if suppressions.silences(finding):
-            continue
-        result.findings.append(finding)
+    result.findings = reported(
+        findings,
+        settings,
+        {unit.path: unit.text for unit in units if unit.text is not None},
+        {unit.path: unit.key for unit in units if not unit.error and not unit.ignored},
+        Path(cache_dir) if cache_dir is not None else None,
+    )
     if cache is not None:
         cache.save(unit.path for unit in units if unit.key is not None)
         result.warnings.extend(cache.warnings)
@@ -418,7 +322,7 @@ class _Unit:
     pruned: bool = False  # ``outcome`` holds only calls that may resolve in the tree
     # Where the calls of ``outcome`` resolve, by function, when it holds only those (read
     # from the cache), and the interface key of the files they were resolved against.
-    targets: dict[str, tuple[FunctionId, ...]] | None = None
+    targets: dict[str, tuple[tuple[FunctionId, ...], ...]] | None = None
     roots: dict[str, str] | None = None  # read with them: the declared hot roots
     targets_key: bytes | None = None
     # Otherwise, once pruned: where each call kept was among the function's calls.
@@ -455,10 +359,9 @@ def _per_file_phase(
                 unit.ignored, unit.error, unit.payload = cached
                 continue
         try:
-            with open(path, "rb") as handle:
-                unit.data = handle.read()
-        except OSError as error:
-            unit.outcome = FileError(1, 1, f"cannot read: {error.strerror or error}")
+            unit.data = read_bytes(path)
+        except Unreadable as unreadable:
+            unit.outcome = unreadable.error
             unit.error = True
             continue
         if cache is not None:
@@ -569,7 +472,7 @@ def _analyse_bytes(
 ) -> tuple[bool, FileFacts | FileError]:
     try:
         source = decode(data)
-    except _Unreadable as unreadable:
+    except Unreadable as unreadable:
         return False, unreadable.error
     return _analyse_text(source, unit, rules)
 
@@ -618,7 +521,7 @@ class _CallFilter:
         self.heads = {module.partition(".")[0] for module in modules}
         self.known: dict[str, bool] = {}
 
-    def __call__(self, callee: tuple[str, ...]) -> bool:
+    def __call__(self, callee: tuple) -> bool:
         if callee[0] != "dotted":
             return True
         dotted = callee[1]

@@ -1,11 +1,11 @@
-"""Autofix: build the fixes rules attach to findings, and apply them to files.
+"""Autofix: the fixes rules attach to findings, and applying them to files.
 
-Rules build a :class:`~syncguard.facts.Fix` with the helpers at the top
-(:func:`add_keyword_fix`, :func:`replace_fix`). :func:`fix_paths` applies the
-fixes of a lint run -- non-overlapping edits, bottom-up -- keeps only results
-that still parse (checked with LibCST, the product's syntax tree for rewrites,
-imported only here and only when fixing), and re-lints the edited text until
-nothing more changes, so that a second ``--fix`` is a no-op.
+Rules build a :class:`~syncguard.facts.Fix` with the helpers at the top: each names a
+LibCST codemod of :mod:`syncguard.codemods` and the span of the node it rewrites, and
+costs nothing while linting (LibCST is imported only when a fix is applied or
+previewed). :func:`fix_paths` applies the fixes of a lint run in memory and re-lints the
+edited text until nothing more changes, so that a second ``--fix`` is a no-op;
+:func:`write_fixes` writes the results (see :mod:`syncguard.writing`).
 """
 
 from __future__ import annotations
@@ -13,15 +13,19 @@ from __future__ import annotations
 import ast
 import difflib
 import io
-import itertools
+import os
+import time
 import tokenize
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from syncguard.config import Settings
-from syncguard.engine import LintResult, decode, lint_files
-from syncguard.facts import LINE_BREAK, Edit, Fix, Span
+from syncguard.engine import LintResult, lint_files
+from syncguard.facts import Edit, Fix
+from syncguard.reading import Unreadable, decode
 from syncguard.rule import Context
+from syncguard.writing import Skipped, linted_roots, replace_file, target_of
 
 SAFE = "safe"
 UNSAFE = "unsafe"
@@ -32,16 +36,23 @@ MAX_PASSES = 4
 # --------------------------------------------------------------- building fixes
 
 
-def insertion(line: int, column: int, text: str) -> Edit:
-    """Insert ``text`` before the 1-based character ``column`` of ``line``."""
-    return Edit(Span(line, column, line, column), text)
+def codemod_fix(
+    ctx: Context,
+    node: ast.AST,
+    codemod: str,
+    applicability: str,
+    description: str,
+    *arguments: str,
+) -> Fix:
+    """A fix running the codemod named ``codemod`` on ``node`` with ``arguments``."""
+    return Fix(applicability, description, codemod, ctx.span(node), arguments)
 
 
 def replace_fix(
-    ctx: Context, node: ast.AST, text: str, applicability: str, description: str
+    ctx: Context, node: ast.expr, code: str, applicability: str, description: str
 ) -> Fix:
-    """Replace the whole of ``node`` by ``text``."""
-    return Fix(applicability, description, (Edit(ctx.span(node), text),))
+    """Replace the expression ``node`` by ``code`` (its parentheses stay)."""
+    return codemod_fix(ctx, node, "replace", applicability, description, code)
 
 
 def add_keyword_fix(
@@ -54,114 +65,42 @@ def add_keyword_fix(
 ) -> Fix | None:
     """A fix adding ``keyword=value`` to ``call``; None where it cannot be added safely.
 
-    The text goes right after the last argument, so trailing commas and
-    comments inside the parentheses stay valid. Not offered when the keyword is
-    already there, when ``**kwargs`` might hold it, or after a bare generator
-    argument (``f(x for x in y)`` accepts no second argument).
+    The argument goes after the last one, so trailing commas and comments inside the
+    parentheses stay. Not offered when the keyword is already there, when ``**kwargs``
+    might hold it, or after a bare generator argument (``f(x for x in y)`` accepts no
+    second argument).
     """
     if any(item.arg in (keyword, None) for item in call.keywords):
         return None
     if len(call.args) == 1 and not call.keywords and isinstance(call.args[0], ast.GeneratorExp):
         return None
-    arguments: list[ast.AST] = [*call.args, *call.keywords]
-    if arguments:
-        last = max(arguments, key=lambda a: (a.end_lineno, a.end_col_offset))  # type: ignore[attr-defined]
-        end = ctx.span(last)
-        edit = insertion(end.end_line, end.end_column, f", {keyword}={value}")
-    else:
-        end = ctx.span(call)
-        edit = insertion(end.end_line, end.end_column - 1, f"{keyword}={value}")
-    return Fix(applicability, description or f"add `{keyword}={value}`", (edit,))
+    description = description or f"add `{keyword}={value}`"
+    return codemod_fix(ctx, call, "set-keyword", applicability, description, keyword, value)
 
 
-# --------------------------------------------------------------- applying edits
-
-
-def _line_starts(source: str) -> list[int]:
-    return [0, *(match.end() for match in LINE_BREAK.finditer(source))]
-
-
-def _offsets(source: str, span: Span, starts: Sequence[int]) -> tuple[int, int]:
-    if not (1 <= span.line <= span.end_line <= len(starts)):
-        raise ValueError(f"edit outside the file: line {span.end_line}")
-    start = starts[span.line - 1] + span.column - 1
-    end = starts[span.end_line - 1] + span.end_column - 1
-    if not (0 <= start <= end <= len(source)):
-        raise ValueError(f"edit outside the file at line {span.line}")
-    return start, end
-
-
-def _conflict(a: tuple[int, int], b: tuple[int, int]) -> bool:
-    """True when two edit ranges touch in a way whose result would depend on their order."""
-    if a[0] == a[1] or b[0] == b[1]:  # an insertion conflicts with anything around its point
-        point, other = (a, b) if a[0] == a[1] else (b, a)
-        return other[0] <= point[0] <= other[1]
-    return a[0] < b[1] and b[0] < a[1]
-
-
-def apply_edits(source: str, edits: Iterable[Edit]) -> str:
-    """``source`` with ``edits`` applied; raises ValueError if two edits overlap."""
-    starts = _line_starts(source)
-    ranges = sorted(
-        ((_offsets(source, edit.span, starts), edit.text) for edit in edits),
-        key=lambda item: item[0],
-    )
-    for (first, _), (second, _) in itertools.pairwise(ranges):
-        if _conflict(first, second):
-            raise ValueError("overlapping edits")
-    for (start, end), text in reversed(ranges):
-        source = source[:start] + text + source[end:]
-    return source
-
-
-def parses(source: str) -> bool:
-    """True when ``source`` is valid Python for LibCST and for the compiler's parser."""
-    import libcst
-
-    try:
-        libcst.parse_module(source)
-        ast.parse(source)
-    except (libcst.ParserSyntaxError, SyntaxError, ValueError, RecursionError):
-        return False
-    return True
-
-
-def fix_source(source: str, fixes: Sequence[Fix]) -> tuple[str, int]:
-    """Apply the fixes that do not overlap an earlier one and keep the file parseable.
-
-    Returns the new text and how many fixes it contains.
-    """
+def apply_fixes(source: str, fixes: Sequence[Fix]) -> tuple[str, int]:
+    """``source`` with the fixes applied that keep it valid Python, and how many they are."""
     if not fixes:
         return source, 0
-    starts = _line_starts(source)
-    chosen: list[Fix] = []
-    taken: list[tuple[int, int]] = []
-    for fix in sorted(set(fixes), key=lambda f: [(e.span.line, e.span.column) for e in f.edits]):
-        try:
-            ranges = [_offsets(source, edit.span, starts) for edit in fix.edits]
-        except ValueError:
-            continue
-        if any(_conflict(mine, other) for mine in ranges for other in taken):
-            continue
-        chosen.append(fix)
-        taken.extend(ranges)
-    if not chosen:
-        return source, 0
-    combined = apply_edits(source, [edit for fix in chosen for edit in fix.edits])
-    if parses(combined):
-        return combined, len(chosen)
-    # Some fix breaks the file: keep, one by one, those that leave it parseable.
-    kept: list[Fix] = []
-    result = source
-    for fix in chosen:
-        attempt = apply_edits(source, [edit for f in (*kept, fix) for edit in f.edits])
-        if parses(attempt):
-            kept.append(fix)
-            result = attempt
-    return result, len(kept)
+    from syncguard.codemods import apply_fixes as rewrite
+
+    new, applied = rewrite(source, fixes)
+    return new, len(applied)
+
+
+def fix_edits(source: str, fix: Fix) -> tuple[Edit, ...]:
+    """The text edit ``fix`` makes to ``source``, for tools and editors; () if none."""
+    from syncguard.codemods import text_edit
+
+    edit = text_edit(source, fix)
+    return () if edit is None else (edit,)
 
 
 # --------------------------------------------------------------- whole runs
+
+# A file written this shortly before a run began may have changed after the lint read it
+# (file times are coarse): its fixes are then re-derived from the text read for fixing.
+_RECENT_NS = 1_000_000_000
 
 
 @dataclass
@@ -170,8 +109,10 @@ class FixRun:
 
     original: dict[str, str] = field(default_factory=dict)  # path -> text before fixing
     fixed: dict[str, str] = field(default_factory=dict)  # path -> text after fixing
+    read: dict[str, bytes] = field(default_factory=dict)  # path -> bytes the text came from
     applied: int = 0  # fixes applied, over all passes
     result: LintResult = field(default_factory=LintResult)  # lint of the fixed text
+    roots: tuple[str, ...] = ()  # the real folders linted: writes stay inside them
 
 
 def allowed(fix: Fix | None, unsafe: bool) -> bool:
@@ -184,65 +125,103 @@ def fix_paths(
     settings: Settings | None = None,
     scope: str | None = None,
     unsafe: bool = False,
+    jobs: int = 1,
+    cache_dir: str | os.PathLike[str] | None = None,
+    progress: Callable[[int, int], None] | None = None,
 ) -> FixRun:
     """Lint ``paths``, apply the allowed fixes in memory, re-lint until stable."""
-    run = FixRun()
-    result = lint_files(paths, settings=settings, scope=scope)
+    run = FixRun(roots=linted_roots(paths))
+    options: dict[str, Any] = {"settings": settings, "scope": scope, "jobs": jobs}
+    options["cache_dir"] = cache_dir
+    started = time.time_ns()
+    result = lint_files(paths, progress=progress, **options)
+    if _read(run, _fixes_by_path(result, unsafe), started):
+        result = lint_files(paths, sources=run.original, **options)
     for _ in range(MAX_PASSES):
-        by_path: dict[str, list[Fix]] = {}
-        for finding in result.findings:
-            if allowed(finding.fix, unsafe):
-                assert finding.fix is not None
-                by_path.setdefault(finding.path, []).append(finding.fix)
+        by_path = _fixes_by_path(result, unsafe)
+        _read(run, by_path, started)
         changed = False
         for path, fixes in sorted(by_path.items()):
-            source = run.fixed.get(path)
+            source = run.fixed.get(path, run.original.get(path))
             if source is None:
-                source = _read(path)
-                if source is None:
-                    continue
-            new, count = fix_source(source, fixes)
+                continue  # unreadable: the lint run reports it
+            new, count = apply_fixes(source, fixes)
             if count and new != source:
-                run.original.setdefault(path, source)
                 run.fixed[path] = new
                 run.applied += count
                 changed = True
         if not changed:
             break
-        result = lint_files(paths, settings=settings, scope=scope, sources=run.fixed)
+        result = lint_files(paths, sources={**run.original, **run.fixed}, **options)
+    for path in list(run.original):
+        if path not in run.fixed:
+            del run.original[path], run.read[path]
     run.result = result
     return run
 
 
-def _read(path: str) -> str | None:
-    try:
-        with open(path, "rb") as handle:
-            return decode(handle.read())
-    except Exception:  # unreadable or undecodable: the lint run reports it
-        return None
+def _fixes_by_path(result: LintResult, unsafe: bool) -> dict[str, list[Fix]]:
+    by_path: dict[str, list[Fix]] = {}
+    for finding in result.findings:
+        if finding.fix is not None and allowed(finding.fix, unsafe):
+            by_path.setdefault(finding.path, []).append(finding.fix)
+    return by_path
+
+
+def _read(run: FixRun, paths: Iterable[str], started_ns: int) -> bool:
+    """Read the files of ``paths`` not read yet; True when one of them was written so
+    shortly before ``started_ns`` (or after) that the lint may have seen other text."""
+    recent = False
+    for path in paths:
+        if path in run.read:
+            continue
+        try:
+            with open(path, "rb") as handle:
+                status = os.fstat(handle.fileno())
+                data = handle.read()
+            run.original[path] = decode(data)
+        except (OSError, Unreadable):
+            continue
+        run.read[path] = data
+        recent = recent or max(status.st_mtime_ns, status.st_ctime_ns) > started_ns - _RECENT_NS
+    return recent
 
 
 def write_fixes(run: FixRun) -> list[str]:
-    """Write the fixed files in their own encoding; returns located error messages."""
+    """Write the fixed files (in their own encoding, each atomically); returns a located
+    message for each file not written."""
     errors: list[str] = []
+    written: set[str] = set()
     for path, text in sorted(run.fixed.items()):
         try:
-            with open(path, "rb") as handle:
-                encoding, _ = tokenize.detect_encoding(io.BytesIO(handle.read()).readline)
-            data = text.encode(encoding)
-            with open(path, "wb") as handle:
-                handle.write(data)
+            target = target_of(path, run.roots)
+            if target in written:
+                continue  # another name of a file just written (a symlink in the tree)
+            encoding, _ = tokenize.detect_encoding(io.BytesIO(run.read[path]).readline)
+            replace_file(target, text.encode(encoding), run.read[path])
+            written.add(target)
+        except Skipped as skipped:
+            errors.append(f"{path}:1:1: {skipped}")
         except (OSError, SyntaxError, UnicodeError, LookupError) as error:
-            errors.append(f"{path}:1:1: cannot write the fixed file: {error}")
+            reason = error.strerror if isinstance(error, OSError) and error.strerror else error
+            errors.append(f"{path}:1:1: cannot write the fixed file: {reason}; left as it was")
     return errors
 
 
+def _diff_lines(text: str) -> list[str]:
+    """``text`` cut after each ``\\n``, as ``git apply`` reads a file (``str.splitlines``
+    also cuts at form feeds, U+2028 and others, which would make hunks git refuses)."""
+    lines = text.split("\n")
+    return [line + "\n" for line in lines[:-1]] + ([lines[-1]] if lines[-1] else [])
+
+
 def unified_diff(original: Mapping[str, str], fixed: Mapping[str, str]) -> str:
-    """A unified diff of every changed file, paths prefixed ``a/`` and ``b/``."""
+    """A unified diff of every changed file, paths prefixed ``a/`` and ``b/``, that
+    ``git apply`` and ``patch -p1`` accept."""
     chunks: list[str] = []
     for path in sorted(fixed):
-        before = original[path].splitlines(keepends=True)
-        after = fixed[path].splitlines(keepends=True)
+        before = _diff_lines(original[path])
+        after = _diff_lines(fixed[path])
         for line in difflib.unified_diff(before, after, f"a/{path}", f"b/{path}"):
             chunks.append(
                 line if line.endswith("\n") else f"{line}\n\\ No newline at end of file\n"

@@ -6,15 +6,14 @@ Reporters only see findings and rule metadata; they know nothing of analysis.
 from __future__ import annotations
 
 import json
-import os
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TextIO
 
-from syncguard._version import __version__
-from syncguard.facts import Fix, source_lines
+from syncguard.facts import Edit, Fix, source_lines
 from syncguard.project import Finding
 from syncguard.rule import Rule
+from syncguard.sarif import write_sarif
 
 
 class _Style:
@@ -27,7 +26,8 @@ class _Style:
         return f"\x1b[{code}m{text}\x1b[0m" if self.enabled else text
 
 
-def fix_json(fix: Fix | None) -> dict[str, Any] | None:
+def fix_json(fix: Fix | None, edits: Sequence[Edit] = ()) -> dict[str, Any] | None:
+    """A fix as ruff's JSON shows one: what it does and the text edits it makes."""
     if fix is None:
         return None
     return {
@@ -39,12 +39,14 @@ def fix_json(fix: Fix | None) -> dict[str, Any] | None:
                 "location": {"row": edit.span.line, "column": edit.span.column},
                 "end_location": {"row": edit.span.end_line, "column": edit.span.end_column},
             }
-            for edit in fix.edits
+            for edit in edits
         ],
     }
 
 
-def finding_json(finding: Finding, rules: Mapping[str, type[Rule]]) -> dict[str, Any]:
+def finding_json(
+    finding: Finding, rules: Mapping[str, type[Rule]], edits: Sequence[Edit] = ()
+) -> dict[str, Any]:
     rule = rules.get(finding.code)
     return {
         "code": finding.code,
@@ -58,7 +60,7 @@ def finding_json(finding: Finding, rules: Mapping[str, type[Rule]]) -> dict[str,
         "severity": finding.severity,
         "hot": finding.hot,
         "chain": [str(step) for step in finding.chain],
-        "fix": fix_json(finding.fix),
+        "fix": fix_json(finding.fix, edits),
         "suggestion": finding.suggestion,
     }
 
@@ -124,7 +126,7 @@ def write_concise(
 ) -> None:
     style = _Style(color)
     for finding in findings:
-        where = f" [{finding.hot}]" if finding.hot else " [not hot]"
+        where = f" [{finding.hot}]" if finding.hot else " [not hot]" if finding.chain else ""
         out.write(
             f"{style(_location(finding), '1')}: {style(finding.code, '1;31')} "
             f"{finding.message}{where}\n"
@@ -134,8 +136,27 @@ def write_concise(
 def write_json(
     findings: Sequence[Finding], rules: Mapping[str, type[Rule]], out: TextIO, color: bool
 ) -> None:
-    json.dump([finding_json(f, rules) for f in findings], out, indent=2)
+    sources: dict[str, str | None] = {}
+    rows = [finding_json(f, rules, current_fix_edits(f, sources)) for f in findings]
+    json.dump(rows, out, indent=2)
     out.write("\n")
+
+
+def current_fix_edits(finding: Finding, sources: dict[str, str | None]) -> tuple[Edit, ...]:
+    """The text edits of ``finding``'s fix in the file as it is now (LibCST is loaded for
+    files with fixes only)."""
+    if finding.fix is None:
+        return ()
+    from syncguard.fixes import fix_edits
+    from syncguard.reading import Unreadable, read_source
+
+    if finding.path not in sources:
+        try:
+            sources[finding.path] = read_source(finding.path)
+        except Unreadable:
+            sources[finding.path] = None
+    source = sources[finding.path]
+    return () if source is None else fix_edits(source, finding.fix)
 
 
 def write_github(
@@ -153,75 +174,6 @@ def write_github(
         )
 
 
-def write_sarif(
-    findings: Sequence[Finding], rules: Mapping[str, type[Rule]], out: TextIO, color: bool
-) -> None:
-    codes = sorted(rules)
-    index = {code: position for position, code in enumerate(codes)}
-    results = []
-    for finding in findings:
-        span = finding.span
-        result: dict[str, Any] = {
-            "ruleId": finding.code,
-            "ruleIndex": index.get(finding.code, 0),
-            "level": finding.severity,
-            "message": {"text": f"{finding.message}. Fix: {finding.suggestion}"},
-            "locations": [_sarif_location(finding.path, span.line, span.column, span)],
-        }
-        if len(finding.chain) > 1:
-            result["codeFlows"] = [
-                {
-                    "threadFlows": [
-                        {
-                            "locations": [
-                                {"location": _sarif_location(step.path, step.line, 1, None)}
-                                for step in finding.chain
-                            ]
-                        }
-                    ]
-                }
-            ]
-        results.append(result)
-    document = {
-        "$schema": "https://json.schemastore.org/sarif-2.1.0.json",
-        "version": "2.1.0",
-        "runs": [
-            {
-                "tool": {
-                    "driver": {
-                        "name": "syncguard",
-                        "version": __version__,
-                        "rules": [
-                            {
-                                "id": code,
-                                "name": rules[code].name,
-                                "shortDescription": {"text": rules[code].message},
-                                "fullDescription": {"text": (rules[code].__doc__ or "").strip()},
-                            }
-                            for code in codes
-                        ],
-                    }
-                },
-                "results": results,
-            }
-        ],
-    }
-    json.dump(document, out, indent=2)
-    out.write("\n")
-
-
-def _sarif_location(path: str, line: int, column: int, span: Any) -> dict[str, Any]:
-    region: dict[str, int] = {"startLine": line, "startColumn": column}
-    if span is not None:
-        region.update(endLine=span.end_line, endColumn=span.end_column)
-    return {
-        "physicalLocation": {
-            "artifactLocation": {"uri": path.replace(os.sep, "/")},
-            "region": region,
-        }
-    }
-
-
 WRITERS: dict[str, Callable[[Sequence[Finding], Mapping[str, type[Rule]], TextIO, bool], None]] = {
     "full": write_full,
     "concise": write_concise,
@@ -231,23 +183,46 @@ WRITERS: dict[str, Callable[[Sequence[Finding], Mapping[str, type[Rule]], TextIO
 }
 
 
-def write_statistics(
-    findings: Sequence[Finding], rules: Mapping[str, type[Rule]], out: TextIO
-) -> None:
+def statistics(
+    findings: Sequence[Finding], rules: Mapping[str, type[Rule]]
+) -> list[dict[str, Any]]:
+    """Findings counted per code, most frequent first (``--statistics``)."""
     counts = Counter(finding.code for finding in findings)
-    width = max((len(str(count)) for count in counts.values()), default=1)
+    rows = []
     for code, count in sorted(counts.items(), key=lambda item: (-item[1], item[0])):
         rule = rules.get(code)
-        fixable = "[*] " if rule is not None and rule.fixable() else "    "
         name = rule.name if rule else ""
-        out.write(f"{str(count).rjust(width)}  {code}  {fixable}{name}\n")
+        rows.append(
+            {"code": code, "name": name, "count": count, "fixable": bool(rule and rule.fixable())}
+        )
+    return rows
 
 
-def summary(findings: Sequence[Finding], files: int) -> str:
+def write_statistics(
+    findings: Sequence[Finding], rules: Mapping[str, type[Rule]], out: TextIO, as_json: bool = False
+) -> None:
+    rows = statistics(findings, rules)
+    if as_json:
+        json.dump(rows, out, indent=2)
+        out.write("\n")
+        return
+    width = max((len(str(row["count"])) for row in rows), default=1)
+    for row in rows:
+        fixable = "[*] " if row["fixable"] else "    "
+        out.write(f"{str(row['count']).rjust(width)}  {row['code']}  {fixable}{row['name']}\n")
+
+
+def summary(findings: Sequence[Finding], files: int, failed: int = 0) -> str:
+    """The closing line; never "All checks passed!" when ``failed`` files could not be
+    analysed."""
+    unanalysed = f"{failed} {'file' if failed == 1 else 'files'} could not be analysed"
     if not findings:
+        if failed:
+            return f"No findings in the other files, but {unanalysed}."
         return f"All checks passed! ({files} files)"
     errors = sum(1 for finding in findings if finding.severity == "error")
     warnings = len(findings) - errors
     parts = [f"{errors} in hot paths"] + ([f"{warnings} elsewhere"] if warnings else [])
     noun = "finding" if len(findings) == 1 else "findings"
-    return f"Found {len(findings)} {noun} ({', '.join(parts)}) in {files} files."
+    line = f"Found {len(findings)} {noun} ({', '.join(parts)}) in {files} files"
+    return f"{line}; {unanalysed}." if failed else f"{line}."

@@ -29,11 +29,11 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar, Protocol
 
 if TYPE_CHECKING:
-    from syncguard.facts import Fix, Span
-    from syncguard.project import Step
+    from syncguard.facts import Fix, Span, Step
     from syncguard.values import Value
 
 FAMILIES = {
+    "0": "suppression hygiene",
     "1": "device-to-host read",
     "2": "data-dependent shape",
     "3": "host-to-device copy",

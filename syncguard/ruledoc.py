@@ -140,8 +140,39 @@ def rule_listing(rules: Mapping[str, type[Rule]], output_format: str = "text") -
     return "\n".join(rows) + "\n"
 
 
-def _anchor(doc: RuleDoc) -> str:
-    return f"{doc.code}-{doc.name}".lower()
+def _section(doc: RuleDoc) -> list[str]:
+    """The Markdown body of one rule's documentation (below its heading)."""
+    lines = [
+        f"{doc.message}.",
+        "",
+        f"Family: {doc.family}. Autofix: {'yes' if doc.fix else 'no'}.",
+        "",
+        "**What it flags.** " + doc.flags,
+        "",
+        f"**{doc.why_title}.** " + doc.why,
+        "",
+        f"**Measured cost.** {doc.cost or 'not measured'}.",
+        "",
+        "**How to fix.** " + doc.how_to_fix,
+    ]
+    if doc.example:
+        lines += ["", "Example (reported):", "", "```python", doc.example, "```"]
+    if doc.fixed:
+        lines += ["", "After `syncguard check --fix`:", "", "```python", doc.fixed, "```"]
+    if doc.sync_free:
+        lines += ["", "Not reported:", "", "```python", doc.sync_free, "```"]
+    return lines
+
+
+def rule_markdown(rule: type[Rule]) -> str:
+    """One rule's documentation as Markdown (what code-scanning services show as help)."""
+    doc = rule_doc(rule)
+    return "\n".join([f"## {doc.code} {doc.name}", "", *_section(doc)]) + "\n"
+
+
+def anchor(rule: type[Rule]) -> str:
+    """The id of the rule's heading in docs/rules.md."""
+    return f"{rule.code}-{rule.name}".lower()
 
 
 def markdown(rules: Mapping[str, type[Rule]]) -> str:
@@ -156,39 +187,14 @@ def markdown(rules: Mapping[str, type[Rule]]) -> str:
         "| Code | Name | Family | Autofix | Reports |",
         "|---|---|---|---|---|",
     ]
-    for doc in docs:
+    for rule, doc in zip(rules.values(), docs, strict=True):
         message = doc.message.replace("|", "\\|")
         lines.append(
-            f"| [{doc.code}](#{_anchor(doc)}) | {doc.name} | {doc.family} | "
+            f"| [{doc.code}](#{anchor(rule)}) | {doc.name} | {doc.family} | "
             f"{'yes' if doc.fix else ''} | {message} |"
         )
     for doc in docs:
-        lines += [
-            "",
-            f"## {doc.code} {doc.name}",
-            "",
-            f"{doc.message}.",
-            "",
-            f"Family: {doc.family}. Autofix: {'yes' if doc.fix else 'no'}.",
-            "",
-            "**What it flags.** " + doc.flags,
-            "",
-            f"**{doc.why_title}.** " + doc.why,
-            "",
-            f"**Measured cost.** {doc.cost or 'not measured'}.",
-            "",
-            "**How to fix.** " + doc.how_to_fix,
-            "",
-            "Example (reported):",
-            "",
-            "```python",
-            doc.example,
-            "```",
-        ]
-        if doc.fixed:
-            lines += ["", "After `syncguard check --fix`:", "", "```python", doc.fixed, "```"]
-        if doc.sync_free:
-            lines += ["", "Not reported:", "", "```python", doc.sync_free, "```"]
+        lines += ["", f"## {doc.code} {doc.name}", "", *_section(doc)]
     return "\n".join(lines) + "\n"
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -15,6 +16,7 @@ from conftest import REPO, run_cli
 from syncguard.engine import analyze_source
 from syncguard.facts import FileError
 from syncguard.rule import Context, Rule
+from syncguard.rules import all_rules
 
 HOT_ITEM = "import torch\n\n@torch.compile\ndef step(x):\n    return x.item()\n"
 HOT_TOLIST = "import torch\n\n@torch.compile\ndef step(x):\n    return x.tolist()\n"
@@ -34,7 +36,7 @@ def test_exit_codes(tree: Path) -> None:
     assert run_cli("check", ".", cwd=tree).returncode == 1
     assert run_cli("check", ".", "--exit-zero", cwd=tree).returncode == 0
     usage = run_cli("check", "--output-format", "xml", cwd=tree)
-    assert usage.returncode == 2 and "invalid choice" in usage.stderr
+    assert usage.returncode == 2 and "'xml' is not one of" in usage.stderr
 
 
 def test_json_contract_is_sorted_relative_and_stable(tree: Path) -> None:
@@ -124,7 +126,11 @@ def test_bad_input_is_located_and_does_not_stop_other_files(tree: Path) -> None:
     assert "latin.py:1:6: cannot decode" in result.stderr
     assert "binary.py:1:1: not a text file" in result.stderr
     assert "missing_dir:1:1: no such file or directory" in result.stderr
-    assert [f["path"] for f in json.loads(result.stdout)] == ["a.py", "b.py"]
+    entries = json.loads(result.stdout)
+    assert [f["path"] for f in entries if f["code"] != "SG000"] == ["a.py", "b.py"]
+    assert [(f["path"], f["line"]) for f in entries if f["code"] == "SG000"] == [
+        ("binary.py", 1), ("broken.py", 1), ("latin.py", 1), ("missing_dir", 1)
+    ]  # fmt: skip
 
 
 def test_full_output_has_code_frame_caret_and_help(tree: Path) -> None:
@@ -161,6 +167,64 @@ def test_rule_command_and_version() -> None:
     unknown = run_cli("rule", "SG999")
     assert unknown.returncode == 2 and "SG999" in unknown.stderr
     assert run_cli("--version").stdout.startswith("syncguard ")
+
+
+@pytest.mark.parametrize(
+    ("command", "needle"),
+    [
+        ((), "Commands:"),
+        (("check",), "--unsafe-fixes"),
+        (("rule",), "--all"),
+        (("verify",), "--args-factory"),
+    ],
+)
+def test_every_command_has_help(command: tuple[str, ...], needle: str) -> None:
+    result = run_cli(*command, "--help")
+    assert result.returncode == 0
+    assert result.stdout.startswith(f"Usage: syncguard {' '.join(command)}".rstrip())
+    assert needle in result.stdout
+
+
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [
+        ((), "Commands:"),  # a bare `syncguard`: the help, on stderr
+        (("lint",), "No such command 'lint'"),
+        (("check", "--colour"), "No such option '--colour'"),
+        (("check", "--jobs", "0"), "0 is not in the range x>=1"),
+        (("rule", "SG101", "--output-format", "sarif"), "'sarif' is not one of"),
+        (("verify",), "Missing argument 'MODULE:CALLABLE'"),
+    ],
+)
+def test_usage_errors_exit_2(args: tuple[str, ...], needle: str) -> None:
+    result = run_cli(*args)
+    assert result.returncode == 2
+    assert needle in result.stderr and "Traceback" not in result.stderr
+
+
+def test_shell_completion_offers_subcommands_options_and_rule_codes() -> None:
+    executable = shutil.which("syncguard")
+    assert executable is not None
+
+    def complete(*words: str) -> list[str]:
+        env = {
+            **os.environ,
+            "_SYNCGUARD_COMPLETE": "bash_complete",
+            "COMP_WORDS": " ".join(("syncguard", *words)),
+            "COMP_CWORD": str(len(words)),
+        }
+        result = subprocess.run([executable], capture_output=True, text=True, env=env, timeout=60)
+        assert result.returncode == 0, result.stderr
+        return [line.split(",", 1)[1] for line in result.stdout.splitlines()]
+
+    assert {"check", "rule", "verify"} <= set(complete(""))
+    assert "--output-format" in complete("check", "--out")
+    assert complete("rule", "sg30") == [code for code in all_rules() if code.startswith("SG30")]
+    script = subprocess.run(
+        [executable], capture_output=True, text=True, timeout=60,
+        env={**os.environ, "_SYNCGUARD_COMPLETE": "bash_source"},
+    )  # fmt: skip
+    assert "complete -o nosort -F" in script.stdout
 
 
 def test_installed_console_script_runs_in_a_subprocess() -> None:
@@ -228,3 +292,110 @@ def test_an_analysis_bug_is_located_in_its_file() -> None:
     assert (
         error.message == "internal error while analysing: RuntimeError: boom (please report this)"
     )
+
+
+# ------------------------------------------------------------ hostile surroundings
+
+
+def syncguard_command(*args: str) -> list[str]:
+    return [sys.executable, "-m", "syncguard", *args]
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full")
+@pytest.mark.parametrize("args", [("check", "."), ("rule", "--all"), ("--help",)])
+def test_output_to_a_full_device_is_a_clear_error(tree: Path, args: tuple[str, ...]) -> None:
+    with open("/dev/full", "w") as full:
+        result = subprocess.run(
+            syncguard_command(*args), cwd=tree, stdout=full, stderr=subprocess.PIPE, text=True
+        )
+    assert result.returncode == 2
+    assert result.stderr == "syncguard: error: cannot write the output: No space left on device\n"
+
+
+def test_a_closed_stdout_is_a_clear_error(tree: Path) -> None:
+    result = subprocess.run(
+        syncguard_command("check", "."),
+        cwd=tree,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=lambda: os.close(1),  # only this runs in the child
+    )
+    assert result.returncode == 2
+    assert (
+        result.stderr
+        == "syncguard: error: standard output is closed: nowhere to write the results\n"
+    )
+
+
+@pytest.mark.parametrize(
+    ("args", "code"),
+    [
+        (("check", "."), 1),
+        (("check", ".", "--output-format", "json"), 1),
+        (("check", ".", "--exit-zero"), 0),
+        (("check", "clean.py"), 0),
+        (("check", ".", "--diff", "--unsafe-fixes"), 1),
+        (("rule", "--all"), 0),
+    ],
+)
+def test_a_reader_that_stops_reading_ends_the_run_as_if_complete(
+    tree: Path, args: tuple[str, ...], code: int
+) -> None:
+    (tree / "c.py").write_text(
+        "import torch\n\n@torch.compile\ndef f(x):\n    staged = x.cpu()\n    return staged\n"
+    )
+    read_end, write_end = os.pipe()
+    os.close(read_end)  # `| head -0`: every write fails with EPIPE
+    try:
+        result = subprocess.run(
+            syncguard_command(*args), cwd=tree, stdout=write_end, stderr=subprocess.PIPE, text=True
+        )
+    finally:
+        os.close(write_end)
+    assert (result.returncode, result.stderr) == (code, "")
+
+
+def test_jobs_beyond_the_cpu_count_are_capped_with_a_note(tree: Path) -> None:
+    plain = run_cli("check", ".", "--output-format", "json", cwd=tree)
+    many = run_cli("check", ".", "--output-format", "json", "--jobs", "100000", cwd=tree)
+    assert (many.returncode, many.stdout) == (plain.returncode, plain.stdout)
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    assert f"syncguard: note: --jobs 100000 is more than the {cores} CPU" in many.stderr
+
+
+def test_a_deleted_working_directory_is_a_clear_error(tmp_path: Path) -> None:
+    gone = tmp_path / "gone"
+    gone.mkdir()
+    script = 'cd "$1" && rmdir "$1" && exec "$2" -m syncguard check .'
+    result = subprocess.run(
+        ["bash", "-c", script, "-", str(gone), sys.executable],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
+    )
+    assert result.returncode == 2
+    assert "the current folder no longer exists" in result.stderr
+    assert "internal error" not in result.stderr and "Traceback" not in result.stderr
+
+
+@pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
+def test_diff_output_applies_with_git_for_form_feeds_and_line_separators(tmp_path: Path) -> None:
+    source = (
+        "import torch\n\x0c\n# section\u2028one\n\n@torch.compile\ndef step(x):\n"
+        "    staged = x.to('cpu')  # copy\u2028 back\n    return staged\n\x0c\n"
+    )
+    (tmp_path / "model.py").write_text(source, encoding="utf-8")
+
+    def git(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            ["git", *args], cwd=tmp_path, input=stdin, capture_output=True, text=True
+        )
+
+    assert git("init", "-q").returncode == 0
+    diff = run_cli("check", ".", "--diff", "--unsafe-fixes", "--no-cache", cwd=tmp_path)
+    assert diff.returncode == 1 and "non_blocking=True" in diff.stdout
+    checked = git("apply", "--check", "-", stdin=diff.stdout)
+    assert checked.returncode == 0, checked.stderr
+    assert git("apply", "-", stdin=diff.stdout).returncode == 0
+    applied = (tmp_path / "model.py").read_text(encoding="utf-8")
+    assert applied == source.replace("x.to('cpu')", "x.to('cpu', non_blocking=True)")

@@ -1,4 +1,5 @@
-"""Autofix: edits, keyword insertion, the fix loop, and the --fix / --diff command line."""
+"""Autofix: the codemods, keyword insertion, awkward formatting, the fix loop, and the
+--fix / --diff command line."""
 
 from __future__ import annotations
 
@@ -10,22 +11,15 @@ import sys
 import textwrap
 from pathlib import Path
 
+import libcst as cst
 import pytest
 
 from syncguard.analysis import FileAnalyzer
 from syncguard.cli import main
+from syncguard.codemods import CODEMODS, Codemod, text_edit
 from syncguard.engine import lint_files
-from syncguard.facts import Edit, Fix, Span, source_lines
-from syncguard.fixes import (
-    SAFE,
-    UNSAFE,
-    add_keyword_fix,
-    apply_edits,
-    fix_paths,
-    fix_source,
-    parses,
-    unified_diff,
-)
+from syncguard.facts import Edit, Fix, Span
+from syncguard.fixes import SAFE, UNSAFE, add_keyword_fix, apply_fixes, fix_paths, unified_diff
 
 MODEL = """\
 import torch
@@ -44,48 +38,65 @@ class Runner(nn.Module):
 """
 
 
-def edit(line: int, column: int, end_line: int, end_column: int, text: str) -> Edit:
-    return Edit(Span(line, column, end_line, end_column), text)
+# ------------------------------------------------------------ codemods
 
 
-# ------------------------------------------------------------------ edits
+def fix(codemod: str, line: int, column: int, end_line: int, end_column: int, *args: str) -> Fix:
+    return Fix(SAFE, codemod, codemod, Span(line, column, end_line, end_column), args)
 
 
-def test_edits_apply_bottom_up_with_character_columns() -> None:
-    source = "a = f(x)\nb = 'é' + g(y)\r\nc = 3\n"
-    edits = [edit(2, 11, 2, 15, "h(y)"), edit(1, 5, 1, 9, "f(x, 1)"), edit(3, 5, 3, 5, "-")]
-    assert apply_edits(source, edits) == "a = f(x, 1)\nb = 'é' + h(y)\r\nc = -3\n"
+def test_a_fix_rewrites_the_node_its_span_names_and_nothing_else() -> None:
+    source = "a = f(x)  # keep\nb = 'é' + g(y)\r\nc = (3)\n"
+    fixes = [
+        fix("set-keyword", 2, 11, 2, 15, "k", "1"),
+        fix("replace", 3, 6, 3, 7, "-3"),
+        fix("set-keyword", 1, 5, 1, 9, "k", "2"),
+    ]
+    new, applied = apply_fixes(source, fixes)
+    assert new == "a = f(x, k=2)  # keep\nb = 'é' + g(y, k=1)\r\nc = (-3)\n"
+    assert applied == 3
 
 
-def test_overlapping_edits_are_refused() -> None:
-    with pytest.raises(ValueError, match="overlapping"):
-        apply_edits("abcdef\n", [edit(1, 1, 1, 4, "x"), edit(1, 3, 1, 5, "y")])
-    with pytest.raises(ValueError, match="overlapping"):  # an insertion inside a replacement
-        apply_edits("abcdef\n", [edit(1, 1, 1, 4, "x"), edit(1, 2, 1, 2, "y")])
+def test_a_span_that_names_no_node_of_the_codemod_s_kind_is_left_alone() -> None:
+    source = "a = f(x)\n"
+    assert apply_fixes(source, [fix("set-keyword", 1, 5, 1, 8, "k", "1")]) == (source, 0)
+    assert apply_fixes(source, [fix("one-element-slice", 1, 5, 1, 9)]) == (source, 0)
+    assert apply_fixes(source, [fix("no-such-codemod", 1, 5, 1, 9)]) == (source, 0)
 
 
-def test_fix_source_skips_overlapping_fixes_and_fixes_that_break_parsing() -> None:
-    source = "a = [1]\nb = [2]\nc = [3]\n"
-    first = Fix(SAFE, "one", (edit(1, 6, 1, 7, "10"),))
-    overlapping = Fix(SAFE, "two", (edit(1, 5, 1, 8, "[11]"),))
-    breaking = Fix(SAFE, "broken", (edit(2, 5, 2, 6, "(("),))
-    last = Fix(SAFE, "three", (edit(3, 6, 3, 7, "30"),))
-    fixed, count = fix_source(source, [first, overlapping, breaking, last])
-    assert fixed == "a = [11]\nb = [2]\nc = [30]\n"  # of two overlapping, the earlier wins
-    assert count == 2
-    assert parses(fixed) and not parses("b = ((2]\n")
+def test_of_two_fixes_for_one_node_the_first_wins_and_nested_ones_compose() -> None:
+    source = "y = f(g(x))\n"
+    same = [fix("set-keyword", 1, 5, 1, 12, "a", "1"), fix("replace", 1, 5, 1, 12, "h()")]
+    assert apply_fixes(source, same) == ("y = f(g(x), a=1)\n", 1)
+    nested = [fix("set-keyword", 1, 5, 1, 12, "a", "1"), fix("set-keyword", 1, 7, 1, 11, "b", "2")]
+    assert apply_fixes(source, nested) == ("y = f(g(x, b=2), a=1)\n", 2)
 
 
-def test_lines_are_numbered_as_python_numbers_them() -> None:
-    assert source_lines("a\nb\x0cc\n") == ["a", "b\x0cc", ""]
-    assert source_lines("a\r\nb\rc\n\x0cd") == ["a", "b", "c", "\x0cd"]
+def test_a_rewrite_python_would_not_compile_is_not_made() -> None:
+    # LibCST accepts `f(x for x in y, k=True)`; Python's parser does not.
+    source = "a = f(x for x in y)\nb = g(z)\n"
+    fixes = [fix("set-keyword", 1, 5, 1, 20, "k", "True"), fix("set-keyword", 2, 5, 2, 9, "k", "1")]
+    assert apply_fixes(source, fixes) == ("a = f(x for x in y)\nb = g(z, k=1)\n", 1)
 
 
-def test_a_form_feed_is_not_a_line_break() -> None:
-    # A page break between sections: Python (and the spans) count it as part of a line.
-    source = "a = 1\n\x0c\nb = 2\n"
-    fixed = fix_source(source, [Fix(SAFE, "x", (edit(3, 5, 3, 6, "3"),))])
-    assert fixed == ("a = 1\n\x0c\nb = 3\n", 1)
+def test_a_rewrite_libcst_cannot_parse_again_is_not_made(monkeypatch) -> None:
+    monkeypatch.setitem(CODEMODS, "test-broken", CODEMODS["replace"])
+
+    class Broken(Codemod):  # registers itself in CODEMODS (monkeypatch removes it after)
+        name = "test-broken"
+        node_type = cst.Name
+
+        def rewrite(self, node: cst.CSTNode, arguments: tuple[str, ...]) -> cst.CSTNode:
+            return cst.Name("not a name")
+
+    assert apply_fixes("    x\n", [fix("test-broken", 1, 5, 1, 6)]) == ("    x\n", 0)
+
+
+def test_text_edit_is_the_smallest_change_the_codemod_makes() -> None:
+    source = "import torch\nbuf[0] = 0\n"
+    edit = text_edit(source, fix("one-element-slice", 2, 1, 2, 7))
+    assert edit == Edit(Span(2, 6, 2, 6), ":1")
+    assert text_edit(source, fix("set-keyword", 2, 1, 2, 7, "k", "1")) is None
 
 
 # ------------------------------------------------------------ keyword insertion
@@ -101,12 +112,12 @@ def keyword_fix_result(source: str) -> str | None:
         for node in ast.walk(tree)
         if isinstance(node, ast.Call) and getattr(node.func, "attr", "") == "to"
     )
-    fix = add_keyword_fix(analyzer, call, "non_blocking", "True", UNSAFE)
-    if fix is None:
+    keyword = add_keyword_fix(analyzer, call, "non_blocking", "True", UNSAFE)
+    if keyword is None:
         return None
-    assert fix.applicability == UNSAFE
-    fixed = apply_edits(source, fix.edits)
-    assert parses(fixed)
+    assert keyword.applicability == UNSAFE
+    fixed, count = apply_fixes(source, [keyword])
+    assert count == 1
     return fixed
 
 
@@ -139,6 +150,119 @@ def test_add_keyword_fix_keeps_the_call_valid(source: str, expected: str) -> Non
 )
 def test_add_keyword_fix_is_not_offered_where_it_could_be_wrong(source: str) -> None:
     assert keyword_fix_result(source) is None
+
+
+# ------------------------------------------------------------ awkward formatting
+
+AWKWARD = """\
+import torch
+from torch import nn
+
+
+class Runner(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.buf = torch.zeros(16, device="cuda")
+
+    def forward(self, x, lens, logits):
+        (self.buf)[0] = 0
+        self.buf[-1] = \\
+            0
+        t = torch.tensor(
+            lens,  # per-request lengths
+            # copied every step
+            device=x.device,
+        )
+        staged = (logits * 2).cpu()
+        later = logits \\
+            .cpu()
+        host = logits.to(
+            device="cpu",  # host copy
+            # keep the dtype
+            dtype=torch.float32,
+        )
+        return x + t.sum() + self.buf, staged, later, host
+"""
+
+AWKWARD_FIXED = """\
+import torch
+from torch import nn
+
+
+class Runner(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.buf = torch.zeros(16, device="cuda")
+
+    def forward(self, x, lens, logits):
+        (self.buf)[0:1] = 0
+        self.buf[-1:] = \\
+            0
+        t = torch.tensor(
+            lens,  # per-request lengths
+            # copied every step
+            pin_memory=True,
+        ).to(x.device, non_blocking=True)
+        staged = (logits * 2).to("cpu", non_blocking=True)
+        later = logits \\
+            .to("cpu", non_blocking=True)
+        host = logits.to(
+            device="cpu",  # host copy
+            # keep the dtype
+            dtype=torch.float32, non_blocking=True,
+        )
+        return x + t.sum() + self.buf, staged, later, host
+"""
+
+
+def fix_twice(path: Path, capsys) -> bytes:
+    """``--fix --unsafe-fixes`` on ``path``; a second run must change nothing."""
+    code, out = run(capsys, "--fix", "--unsafe-fixes", str(path))
+    assert code == 0 and "Applied 6 fixes to 1 files." in out, out
+    fixed = path.read_bytes()
+    code, out = run(capsys, "--fix", "--unsafe-fixes", str(path))
+    assert (code, path.read_bytes()) == (0, fixed) and "No fixes applied." in out
+    return fixed
+
+
+def test_fixes_keep_comments_parentheses_and_continuations(tmp_path, capsys) -> None:
+    path = tmp_path / "model.py"
+    path.write_text(AWKWARD)
+    assert fix_twice(path, capsys).decode() == AWKWARD_FIXED
+
+
+@pytest.mark.parametrize(
+    ("name", "encode", "decode"),
+    [
+        ("CRLF with a BOM", lambda t: b"\xef\xbb\xbf" + t.replace("\n", "\r\n").encode(),
+         lambda b: b.removeprefix(b"\xef\xbb\xbf").decode().replace("\r\n", "\n")),
+        ("tabs", lambda t: t.replace("    ", "\t").encode(),
+         lambda b: b.decode().replace("\t", "    ")),
+        ("form feeds", lambda t: t.replace("\n\n", "\n\x0c\n").encode(),
+         lambda b: b.decode().replace("\n\x0c\n", "\n\n")),
+        ("U+2028 in comments", lambda t: t.replace("# keep", "# \u2028keep").encode(),
+         lambda b: b.decode().replace("# \u2028keep", "# keep")),
+    ],
+)  # fmt: skip
+def test_fixes_keep_the_file_s_own_bytes(tmp_path, capsys, name, encode, decode) -> None:
+    path = tmp_path / "model.py"
+    path.write_bytes(encode(AWKWARD))
+    fixed = fix_twice(path, capsys)
+    assert fixed == encode(AWKWARD_FIXED), name
+    assert decode(fixed) == AWKWARD_FIXED
+
+
+def test_fixes_inside_one_line_compound_statements_and_decorators(tmp_path, capsys) -> None:
+    source = MODEL.replace(
+        "        self.buf[0] = 0\n",
+        "        if x is not None: self.buf[0] = 0\n        a = 1; self.buf[1] = 0\n",
+    )
+    path = tmp_path / "model.py"
+    path.write_text(source)
+    assert run(capsys, "--fix", str(path))[0] == 1  # the unsafe SG301 remains
+    text = path.read_text()
+    assert "if x is not None: self.buf[0:1] = 0\n" in text
+    assert "a = 1; self.buf[1:2] = 0\n" in text
 
 
 # ------------------------------------------------------------------ fix loop
@@ -224,8 +348,8 @@ def test_json_fix_field_has_applicability_message_and_edits(tmp_path, monkeypatc
         "message": "write through a one-element slice",
         "edits": [
             {
-                "content": "0:1",
-                "location": {"row": 11, "column": 18},
+                "content": ":1",
+                "location": {"row": 11, "column": 19},
                 "end_location": {"row": 11, "column": 19},
             }
         ],
@@ -259,7 +383,7 @@ def test_fixture_findings_have_suggestions_and_fixes_round_trip(tmp_path, monkey
     before = lint_files(["fixtures"])
     assert before.findings and all(finding.suggestion for finding in before.findings)
     for path, text in first.fixed.items():
-        assert parses(text), path
+        ast.parse(text)
         Path(path).write_text(text, encoding="utf-8")
     second = fix_paths(["fixtures"], unsafe=True)
     assert second.applied == 0 and second.fixed == {}

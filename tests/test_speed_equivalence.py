@@ -13,10 +13,12 @@ import pytest
 
 from conftest import FIXTURES
 from syncguard import engine
+from syncguard.callgraph import CallGraph
 from syncguard.cli import progress_bar
 from syncguard.config import Settings
 from syncguard.discovery import discover, module_name
 from syncguard.engine import LintResult, lint_files
+from syncguard.hotness import Hotness
 from syncguard.progress import ProgressBar, render
 from syncguard.project import Finding, Project
 
@@ -307,12 +309,13 @@ def test_after_a_body_edit_only_the_edited_file_is_worked_out_again(
     lint_files(["gen"], cache_dir=cache)
     edited = root / "gen" / "ops" / "m4.py"
     edited.write_text(edited.read_text().replace("x.max().item()", "x.max().tolist()"))
-    worked_in: dict[str, set[str]] = {"_resolve_call": set(), "_declared_root_reason": set()}
+    passes: dict[str, type] = {"resolve_call": CallGraph, "declared_root_reason": Hotness}
+    worked_in: dict[str, set[str]] = {name: set() for name in passes}
     for name, paths in worked_in.items():
-        original = getattr(Project, name)
+        original = getattr(passes[name], name)
 
         def spy(
-            self: Project,
+            self: object,
             fid: tuple[str, str],
             *rest: object,
             paths: set[str] = paths,
@@ -321,7 +324,7 @@ def test_after_a_body_edit_only_the_edited_file_is_worked_out_again(
             paths.add(fid[0])
             return original(self, fid, *rest)
 
-        monkeypatch.setattr(Project, name, spy)
+        monkeypatch.setattr(passes[name], name, spy)
     warm = lint_files(["gen"], cache_dir=cache)
     assert worked_in == {name: {os.path.join("gen", "ops", "m4.py")} for name in worked_in}
     monkeypatch.undo()

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import shutil
+import subprocess
+from pathlib import Path
+
 import pytest
 
 from syncguard.suppression import parse_line
@@ -17,7 +21,9 @@ def step(x):
 
 
 def reported(line: str) -> bool:
-    return bool(lint_snippet(TEMPLATE.format(line=line)).findings)
+    """True when the sync on ``line`` is reported (suppression checks aside)."""
+    findings = lint_snippet(TEMPLATE.format(line=line)).findings
+    return any(not finding.code.startswith("SG0") for finding in findings)
 
 
 @pytest.mark.parametrize(
@@ -44,6 +50,11 @@ def test_suppressed(line: str) -> None:
         "return x.item()  # noqa: E501",
         "return x.item()  # syncguard: ignore[SG2]",
         "return x.item(), '# noqa'",  # inside a string: not a comment
+        "return x.item()  # noqa: SG1O1",  # letter O: not SG1 followed by junk
+        "return x.item()  # noqa SG101",  # no colon: malformed, silences nothing
+        "return x.item()  # noqa:",
+        "return x.item()  # syncguard: ignore[SG999]",
+        "return x.item()  # syncguard: ignore[]",
     ],
 )
 def test_not_suppressed(line: str) -> None:
@@ -96,3 +107,21 @@ def test_parse_line() -> None:
     assert suppression is not None
     assert suppression.covers("SG101") and suppression.covers("SG201")
     assert not suppression.covers("SG102")
+
+
+def test_ruff_keeps_syncguard_codes_only_when_they_are_external(tmp_path: Path) -> None:
+    """The README's ruff note: RUF100's fix drops SG codes from a ``noqa`` comment whose
+    ruff code is unused, unless ``[tool.ruff.lint] external = ["SG"]``."""
+    ruff = shutil.which("ruff")
+    if ruff is None:
+        pytest.skip("ruff is not installed")
+    source = "import os  # noqa: F401, SG102\nprint(os.sep)\n"
+    kept = {}
+    for external in (False, True):
+        path = tmp_path / f"external_{external}.py"
+        path.write_text(source)
+        options = ["--config", 'lint.external = ["SG"]'] if external else []
+        command = [ruff, "check", "--isolated", *options, "--select", "RUF100,F401", "--fix"]
+        subprocess.run([*command, "-q", str(path)], check=False, timeout=60)
+        kept[external] = path.read_text().splitlines()[0]
+    assert kept == {False: "import os", True: "import os  # noqa: SG102"}

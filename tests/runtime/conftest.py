@@ -51,3 +51,22 @@ def _no_audit_left_behind() -> Iterator[None]:
     yield
     assert not _hooks.installed(), "an audit was left active by this test"
     assert torch._C._len_torch_dispatch_stack() == 0
+
+
+def _shared_helpers() -> None:
+    """Test modules outside this folder import ``REPO``, ``FIXTURES`` and ``run_cli`` with
+    ``from conftest import ...``; conftest files outside packages share that module name, so
+    once this one is loaded the name is this module's: it offers the helpers too."""
+    import importlib.util
+    from pathlib import Path
+
+    spec = importlib.util.spec_from_file_location(
+        "_tests_conftest", Path(__file__).resolve().parent.parent / "conftest.py"
+    )
+    assert spec is not None and spec.loader is not None
+    shared = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(shared)
+    globals().update(REPO=shared.REPO, FIXTURES=shared.FIXTURES, run_cli=shared.run_cli)
+
+
+_shared_helpers()

@@ -13,10 +13,11 @@ from typing import Any
 
 import pytest
 
+from syncguard.cli import verify as verify_command
+from syncguard.cli import verify_arguments
 from syncguard.runtime import verify as verify_module
 from syncguard.runtime.verify import (
     VerifyError,
-    add_verify_arguments,
     run_verify,
     static_finding,
     verify,
@@ -182,9 +183,7 @@ def test_a_bad_args_factory_is_a_clear_error(target: Path) -> None:
 
 
 def parse(argv: list[str]) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="syncguard verify")
-    add_verify_arguments(parser)
-    return parser.parse_args(argv)
+    return verify_arguments(verify_command.make_context("verify", argv).params)
 
 
 def test_command_line(

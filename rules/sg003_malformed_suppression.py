@@ -1,0 +1,56 @@
+"""SG003: a ``# noqa`` comment without its colon."""
+
+from __future__ import annotations
+
+from syncguard.rule import Invalid, Rule, Valid
+
+
+class MalformedSuppression(Rule):
+    """Flags ``# noqa SG101`` (codes without the colon) and ``# noqa:`` with no code
+    after it, and ``# syncguard: ignore[]`` with an empty list.
+
+    Why it matters: flake8 reads ``# noqa SG101`` as a bare ``# noqa`` that silences
+    every code on the line, ruff ignores it with a warning; syncguard follows ruff, so
+    the comment silences nothing and the line is reported, with this warning saying why.
+
+    How to fix: put the colon in: ``# noqa: SG101`` (``--fix`` does).
+    """
+
+    code = "SG003"
+    name = "malformed-suppression"
+    message = "a malformed suppression comment silences nothing"
+    tokens = ("noqa", "syncguard")
+    cost = "none of its own: it is about the comments that decide which syncs are reported"
+    graph_break = False
+    blocks_host = False
+
+    VALID = [
+        Valid(
+            """
+import torch
+
+@torch.compile
+def step(x):
+    return x.item()  # noqa: SG101
+"""
+        ),
+    ]
+    INVALID = [
+        Invalid(
+            """
+import torch
+
+@torch.compile
+def step(x):
+    return x.item()  # noqa SG101
+""",
+            line=5,
+            fixed="""
+import torch
+
+@torch.compile
+def step(x):
+    return x.item()  # noqa: SG101
+""",
+        ),
+    ]

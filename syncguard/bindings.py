@@ -1,0 +1,425 @@
+"""The first pass of the project phase: what names mean across the linted tree.
+
+Which file defines the module, function or class a dotted name refers to (through
+imports and re-exports), the classes of the tree in method resolution order, the
+kind of a class (an ``nn.Module``, an autograd ``Function``, a plain class), the
+classes its ``__init__`` assigns to attributes, and the fields a class declares as
+host data.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from syncguard.facts import MODULE_SCOPE, ClassFacts, FileFacts, FunctionFacts
+from syncguard.values import FIELD_PREFIX, Place, Value
+
+FunctionId = tuple[str, str]  # (path, qualname within the module)
+ClassId = tuple[str, str]
+
+_NN_MODULE = frozenset({"torch.nn.Module", "torch.nn.modules.module.Module", "nn.Module"})
+_AUTOGRAD_FUNCTION = frozenset({"torch.autograd.Function", "torch.autograd.function.Function"})
+# A call of a method on an object of unknown class (``model.prepare_inputs(...)``, the
+# object a parameter) reaches the methods of that name when at most this many class
+# hierarchies of the tree define one; more, and the name says too little to pick.
+BY_NAME_LIMIT = 2
+_PLAIN_BASES = frozenset(
+    {"object", "ABC", "abc.ABC", "Generic", "typing.Generic", "Protocol", "typing.Protocol",
+     "NamedTuple", "typing.NamedTuple", "TypedDict", "typing.TypedDict", "Enum", "enum.Enum",
+     "IntEnum", "enum.IntEnum", "Exception", "ValueError", "RuntimeError", "dict", "list",
+     "tuple", "str", "int", "float", "set"}
+)  # fmt: skip
+
+
+@dataclass(frozen=True, slots=True)
+class SourceFile:
+    """A linted file: its display path, its import root and its facts.
+
+    ``targets``, when an earlier run resolved this file's calls against files with
+    the same interfaces, gives the callee of each call of each function (by
+    qualname); the facts then hold only calls that resolve."""
+
+    path: str
+    root: str
+    facts: FileFacts
+    targets: Mapping[str, Sequence[tuple[FunctionId, ...]]] | None = None
+    # Likewise known from such a run with the same settings: the functions that
+    # Hotness.declared_root_reason finds a reason for, with the reason.
+    roots: Mapping[str, str] | None = None
+
+
+class Bindings:
+    """The files of the tree by path and module, and what their names resolve to."""
+
+    def __init__(self, files: Sequence[SourceFile]) -> None:
+        self.files = files
+        # Memos for one project run: class hierarchies and dotted names are asked for
+        # again and again while resolving calls and propagating hotness.
+        self._mro_memo: dict[ClassId, tuple[list[ClassId], list[str]]] = {}
+        self._dotted_memo: dict[tuple[str, str], tuple[str, str] | None] = {}
+        self._bases_memo: dict[str, list[tuple[str, str]]] | None = None
+        self._field_memo: dict[tuple[str, str], bool] = {}
+        self._ancestors_memo: dict[ClassId, frozenset[str]] = {}
+        self._children_memo: dict[ClassId, list[ClassId]] | None = None
+        self._subclasses_memo: dict[ClassId, list[ClassId]] = {}
+        self._by_name_memo: dict[str, list[FunctionId]] | None = None
+        self._values_memo: dict[tuple[str, str | None, tuple], frozenset[tuple]] = {}
+        self.by_path = {file.path: file for file in files}
+        self.modules: dict[str, list[SourceFile]] = {}
+        for file in sorted(files, key=lambda f: f.path):
+            self.modules.setdefault(file.facts.module, []).append(file)
+        self.functions: dict[FunctionId, FunctionFacts] = {
+            (file.path, qualname): function
+            for file in files
+            for qualname, function in file.facts.functions.items()
+        }
+
+    def qualified(self, fid: FunctionId) -> str:
+        """The function's fully qualified name (``package.module.Class.method``)."""
+        module = self.by_path[fid[0]].facts.module
+        return module if fid[1] == MODULE_SCOPE else f"{module}.{fid[1]}"
+
+    def _module_file(self, module: str, root: str) -> SourceFile | None:
+        candidates = self.modules.get(module)
+        if not candidates:
+            return None
+        for candidate in candidates:
+            if candidate.root == root:
+                return candidate
+        return candidates[0]
+
+    def resolve_dotted(self, dotted: str, root: str, depth: int = 0) -> tuple[str, str] | None:
+        """(path, qualname) of the function or class ``dotted`` names, if in the tree."""
+        if depth == 0:
+            key = (dotted, root)
+            if key not in self._dotted_memo:
+                self._dotted_memo[key] = self.resolve_dotted(dotted, root, 1)
+            return self._dotted_memo[key]
+        parts = dotted.split(".")
+        for cut in range(len(parts) - 1, 0, -1):
+            file = self._module_file(".".join(parts[:cut]), root)
+            if file is None:
+                continue
+            rest = ".".join(parts[cut:])
+            facts = file.facts
+            if rest in facts.functions or rest in facts.classes:
+                return (file.path, rest)
+            head, _, tail = rest.partition(".")
+            reexport = facts.imports.get(head)
+            if reexport is not None and depth < 8:
+                return self.resolve_dotted(
+                    f"{reexport}.{tail}" if tail else reexport, file.root, depth + 1
+                )
+            return None
+        return None
+
+    def resolve_name(self, fid: FunctionId, name: str) -> tuple[str, str] | None:
+        """What ``name`` means inside function ``fid``: a nested function of an enclosing
+        one, a function or class of its module, or what an import of the module names."""
+        path, qualname = fid
+        file = self.by_path[path]
+        facts = file.facts
+        parts = qualname.split(".") if qualname != MODULE_SCOPE else []
+        while parts:  # enclosing function scopes (nested defs), innermost first
+            prefix = ".".join(parts)
+            candidate = f"{prefix}.{name}"
+            if candidate in facts.functions and prefix in facts.functions:
+                return (path, candidate)
+            parts.pop()
+        if name in facts.functions or name in facts.classes:
+            return (path, name)
+        imported = facts.imports.get(name)
+        if imported:
+            return self.resolve_dotted(imported, file.root)
+        return None
+
+    def resolve_class(self, path: str, name: str) -> ClassId | None:
+        """The class of the tree that ``name`` (as written in the file at ``path``) means."""
+        file = self.by_path[path]
+        if name in file.facts.classes:
+            return (path, name)
+        head, _, tail = name.partition(".")
+        imported = file.facts.imports.get(head)
+        if imported is not None:
+            found = self.resolve_dotted(f"{imported}.{tail}" if tail else imported, file.root)
+        else:
+            found = self.resolve_dotted(name, file.root) if "." in name else None
+        if found is not None and found[1] in self.by_path[found[0]].facts.classes:
+            return found
+        return None
+
+    def on_host(self, path: str, value: Value) -> bool:
+        """True for a value the per-file phase could not place but the tree can: a field
+        of a class from another module that declares it host data (``# CPU tensor``)."""
+        if value.place is Place.HOST:
+            return True
+        for tag in value.tags:
+            if tag.startswith(FIELD_PREFIX):
+                key = (self.by_path[path].root, tag)
+                found = self._field_memo.get(key)
+                if found is None:
+                    found = self._field_memo[key] = self._host_field(*key)
+                return found
+        return False
+
+    def _host_field(self, root: str, tag: str) -> bool:
+        class_name, _, attribute = tag[len(FIELD_PREFIX) :].rpartition(".")
+        found = self.resolve_dotted(class_name, root)
+        if found is None or found[1] not in self.by_path[found[0]].facts.classes:
+            return False
+        return any(attribute in self.class_facts(cid).host_fields for cid in self.mro(found)[0])
+
+    def class_facts(self, cid: ClassId) -> ClassFacts:
+        return self.by_path[cid[0]].facts.classes[cid[1]]
+
+    def mro(self, cid: ClassId) -> tuple[list[ClassId], list[str]]:
+        """In-tree classes in method resolution order, and the external bases met."""
+        found = self._mro_memo.get(cid)
+        if found is None:
+            found = self._mro_memo[cid] = self._compute_mro(cid)
+        return found
+
+    def _compute_mro(self, cid: ClassId) -> tuple[list[ClassId], list[str]]:
+        order: list[ClassId] = []
+        external: list[str] = []
+        stack = [cid]
+        while stack:
+            current = stack.pop(0)
+            if current in order:
+                continue
+            order.append(current)
+            for base in self.class_facts(current).bases:
+                resolved = self.resolve_class(current[0], base)
+                if resolved is None:
+                    external.append(base)
+                else:
+                    stack.append(resolved)
+        return order, external
+
+    def method(self, cid: ClassId, name: str) -> FunctionId | None:
+        """The method ``name`` of class ``cid``, its own or inherited from the tree."""
+        for path, qualname in self.mro(cid)[0]:
+            candidate = f"{qualname}.{name}"
+            if candidate in self.by_path[path].facts.functions:
+                return (path, candidate)
+        return None
+
+    def attribute_type(self, cid: ClassId, attribute: str) -> str | None:
+        """The class (as written) that ``__init__`` of ``cid`` or a base assigns to
+        ``self.<attribute>``."""
+        for current in self.mro(cid)[0]:
+            type_name = self.class_facts(current).attribute_types.get(attribute)
+            if type_name is not None:
+                return type_name
+        return None
+
+    def ancestors(self, cid: ClassId) -> frozenset[str]:
+        """The qualified names of ``cid``, of its bases in the tree and of the bases outside
+        it (as imported: ``transformers.Trainer``)."""
+        found = self._ancestors_memo.get(cid)
+        if found is None:
+            order, external = self.mro(cid)
+            found = frozenset((*(self.qualified_class(member) for member in order), *external))
+            self._ancestors_memo[cid] = found
+        return found
+
+    def qualified_class(self, cid: ClassId) -> str:
+        return f"{self.by_path[cid[0]].facts.module}.{cid[1]}"
+
+    def class_kind(self, cid: ClassId) -> str | None:
+        """``module`` for nn.Module subclasses, ``unknown`` when a base cannot be resolved
+        (it may be a module), ``autograd`` for Functions, None for plain classes."""
+        external = self.mro(cid)[1]
+        if any(base in _AUTOGRAD_FUNCTION for base in external):
+            return "autograd"
+        if any(base in _NN_MODULE for base in external):
+            return "module"
+        if any(base not in _PLAIN_BASES for base in external):
+            return "unknown"
+        return None
+
+    def subclassed(self, cid: ClassId) -> bool:
+        """True when a class of the tree derives from ``cid`` (directly is enough)."""
+        if self._bases_memo is None:  # base name as written, last part -> (file, base)
+            self._bases_memo = {}
+            for file in self.files:
+                for facts in file.facts.classes.values():
+                    for base in facts.bases:
+                        name = base.rpartition(".")[2]
+                        self._bases_memo.setdefault(name, []).append((file.path, base))
+        written = self._bases_memo.get(cid[1].rpartition(".")[2], ())
+        return any(self.resolve_class(path, base) == cid for path, base in written)
+
+    # ------------------------------------------------------- class hierarchy below
+
+    def _children(self) -> dict[ClassId, list[ClassId]]:
+        """Class -> the classes of the tree that name it as a direct base."""
+        if self._children_memo is None:
+            self._children_memo = {}
+            for file in sorted(self.files, key=lambda f: f.path):
+                for qualname, facts in file.facts.classes.items():
+                    for base in facts.bases:
+                        parent = self.resolve_class(file.path, base)
+                        if parent is not None and parent != (file.path, qualname):
+                            self._children_memo.setdefault(parent, []).append((file.path, qualname))
+        return self._children_memo
+
+    def subclasses(self, cid: ClassId) -> list[ClassId]:
+        """Every class of the tree that derives from ``cid``, nearest first."""
+        found = self._subclasses_memo.get(cid)
+        if found is None:
+            found, seen, queue = [], {cid}, deque([cid])
+            children = self._children()
+            while queue:
+                for child in children.get(queue.popleft(), ()):
+                    if child not in seen:
+                        seen.add(child)
+                        found.append(child)
+                        queue.append(child)
+            self._subclasses_memo[cid] = found
+        return found
+
+    def dispatch(self, cid: ClassId, name: str, exact: bool) -> list[FunctionId]:
+        """The methods a call of ``name`` on an object of class ``cid`` may run: the one
+        it has (its own or inherited), and, unless the class is known exactly, every
+        override in the classes below it."""
+        found: list[FunctionId] = []
+        own = self.method(cid, name)
+        if own is not None:
+            found.append(own)
+        if not exact:
+            for child in self.subclasses(cid):
+                candidate = (child[0], f"{child[1]}.{name}")
+                if candidate in self.functions and candidate not in found:
+                    found.append(candidate)
+        return found
+
+    def call_methods(self, cid: ClassId, exact: bool) -> list[FunctionId]:
+        """What calling an object of class ``cid`` runs: ``__call__``, or ``forward`` for a
+        module (``nn.Module.__call__`` runs it)."""
+        found = self.dispatch(cid, "__call__", exact)
+        if not found and self.class_kind(cid) in ("module", "unknown"):
+            found = self.dispatch(cid, "forward", exact)
+        return found
+
+    def by_name(self, name: str) -> list[FunctionId]:
+        """The methods named ``name`` when few class hierarchies of the tree define one
+        (at most :data:`BY_NAME_LIMIT`): what a call of ``name`` on an object of unknown
+        class may run. Methods that override one of another class of the tree count
+        with it."""
+        if self._by_name_memo is None:
+            self._by_name_memo = {}
+            for fid, function in self.functions.items():
+                if function.class_name is not None and function.kind == "method":
+                    method = function.qualname.rpartition(".")[2]
+                    self._by_name_memo.setdefault(method, []).append(fid)
+        found = self._by_name_memo.get(name, [])
+        if not found or name.startswith("__"):
+            return []
+        families = 0
+        for fid in found:
+            cid = (fid[0], self.functions[fid].class_name or "")
+            inherited = any(self.method(base, name) for base in self.mro(cid)[0][1:])
+            families += not inherited
+            if families > BY_NAME_LIMIT:
+                return []
+        return found
+
+    # ------------------------------------------------------ values of type expressions
+
+    def values(self, path: str, context: str | None, expr: tuple) -> frozenset[tuple]:
+        """What the type expression ``expr`` (see :mod:`syncguard.receivers`), written in
+        the file at ``path`` inside class or function ``context``, may hold: tokens
+        ``("instance", class, exact)``, ``("function", fid)``, ``("class", class)`` and
+        ``("box", tokens)`` for containers. Cycles of expressions resolve to nothing."""
+        key = (path, context, expr)
+        found = self._values_memo.get(key)
+        if found is None:
+            self._values_memo[key] = frozenset()  # while resolving: a cycle adds nothing
+            found = self._values_memo[key] = self._compute_values(path, context, expr)
+        return found
+
+    def _compute_values(self, path: str, context: str | None, expr: tuple) -> frozenset[tuple]:
+        kind = expr[0]
+        if kind == "union":
+            return frozenset().union(*(self.values(path, context, part) for part in expr[1:]))
+        if kind in ("exact", "sub"):
+            cid = self.resolve_class(path, expr[1])
+            return frozenset({("instance", cid, kind == "exact")}) if cid else frozenset()
+        if kind == "box":
+            inner = self.values(path, context, expr[1])
+            return frozenset({("box", inner)}) if inner else frozenset()
+        if kind == "items":
+            return frozenset().union(
+                *(token[1] for token in self.values(path, context, expr[1]) if token[0] == "box")
+            )
+        if kind == "global":
+            held = self.by_path[path].facts.globals.get(expr[1])
+            return self.values(path, None, held) if held is not None else frozenset()
+        if kind == "attr":
+            return self._attribute_values(path, context, expr[1])
+        if kind == "func":
+            return self._defined(path, context, expr[1])
+        if kind == "result":
+            found: set[tuple] = set()
+            for token in self._defined(path, context, expr[1]):
+                if token[0] == "class":
+                    found.add(("instance", token[1], True))
+                elif token[0] == "function":
+                    fid = token[1]
+                    returns = self.functions[fid].returns
+                    if returns:
+                        found |= self.values(fid[0], fid[1], returns)
+            return frozenset(found)
+        return frozenset()
+
+    def _defined(self, path: str, context: str | None, callee: tuple) -> frozenset[tuple]:
+        """The function or class ``callee`` (``("name", f)``, ``("dotted", d)``, ``("self",
+        m)``) names, as tokens."""
+        found: tuple[str, str] | None = None
+        if callee[0] == "name":
+            found = self.resolve_name((path, context or MODULE_SCOPE), callee[1])
+        elif callee[0] == "dotted":
+            found = self.resolve_dotted(callee[1], self.by_path[path].root)
+        elif callee[0] == "self":
+            owner = self._class_of(path, context)
+            if owner is not None:
+                found = self.method(owner, callee[1])
+        if found is None:
+            return frozenset()
+        if found[1] in self.by_path[found[0]].facts.classes:
+            return frozenset({("class", found)})
+        return frozenset({("function", found)}) if found in self.functions else frozenset()
+
+    def _class_of(self, path: str, context: str | None) -> ClassId | None:
+        """The class ``context`` is, or whose method it is."""
+        if context is None:
+            return None
+        facts = self.by_path[path].facts
+        if context in facts.classes:
+            return (path, context)
+        function = facts.functions.get(context)
+        if function is not None and function.class_name is not None:
+            return (path, function.class_name)
+        return None
+
+    def _attribute_values(self, path: str, context: str | None, attribute: str) -> frozenset[tuple]:
+        """What ``self.<attribute>`` holds for the class of ``context``: what it, its bases
+        and the classes below it give the attribute."""
+        owner = self._class_of(path, context)
+        if owner is None:
+            return frozenset()
+        found: set[tuple] = set()
+        for cid in (*self.mro(owner)[0], *self.subclasses(owner)):
+            facts = self.class_facts(cid)
+            held = facts.attribute_values.get(attribute)
+            if held is not None:
+                found |= self.values(cid[0], cid[1], held)
+            written = facts.attribute_types.get(attribute)
+            if written is not None:
+                target = self.resolve_class(cid[0], written)
+                if target is not None:
+                    found.add(("instance", target, True))
+        return frozenset(found)

@@ -1,0 +1,132 @@
+"""What declarations say, before any code runs: annotations that name host data, fields a
+class declares as host data (``lens: np.ndarray``, ``x: torch.Tensor  # CPU``), the flags
+``__init__`` stores from its parameters and the classes it assigns to attributes."""
+
+from __future__ import annotations
+
+import ast
+import re
+from collections.abc import Callable
+
+_HOST_ANNOTATIONS = re.compile(
+    r"^(?:Optional\[)?(?:int|float|bool|str|bytes|list|List|tuple|Tuple|dict|Dict|set|Set|"
+    r"Sequence|Iterable|Mapping|np\.ndarray|numpy\.ndarray|npt\.NDArray|NDArray|"
+    r"torch\.dtype|torch\.device)\b"
+)
+# A declaration's trailing comment saying the value lives on the CPU (``# CPU tensor``).
+_CPU_COMMENT = re.compile(r"#\s*(?:on\s+(?:the\s+)?)?CPU\b", re.IGNORECASE)
+SEQUENCE_ANNOTATION = re.compile(r"^(?:list|List|tuple|Tuple|Sequence)\b")
+TENSOR_ANNOTATION = re.compile(r"^(?:Optional\[)?(?:torch\.)?Tensor(?:\]|\s*\|\s*None)?$")
+
+
+def init_parameters(node: ast.ClassDef) -> dict[str, str]:
+    """``self.attr = param`` made in ``__init__``, for attributes nothing else in the class
+    assigns and parameters ``__init__`` never reassigns: what the constructor is given."""
+    stores: dict[str, int] = {}  # self attribute -> assignments anywhere in the class
+    from_init: dict[str, str] = {}
+    reassigned: set[str] = set()
+    parameters: set[str] = set()
+    for method in node.body:
+        if not isinstance(method, (ast.FunctionDef, ast.AsyncFunctionDef)) or not method.args.args:
+            continue
+        self_name = method.args.args[0].arg
+        is_init = method.name == "__init__"
+        if is_init:
+            arguments = method.args
+            parameters = {a.arg for a in (*arguments.args[1:], *arguments.kwonlyargs)}
+        for child in ast.walk(method):
+            if isinstance(child, ast.Name) and isinstance(child.ctx, ast.Store) and is_init:
+                reassigned.add(child.id)
+            elif (
+                isinstance(child, ast.Attribute)
+                and isinstance(child.ctx, ast.Store)
+                and isinstance(child.value, ast.Name)
+                and child.value.id == self_name
+            ):
+                stores[child.attr] = stores.get(child.attr, 0) + 1
+            elif is_init and isinstance(child, ast.Assign) and isinstance(child.value, ast.Name):
+                for target in child.targets:
+                    if (
+                        isinstance(target, ast.Attribute)
+                        and isinstance(target.value, ast.Name)
+                        and target.value.id == self_name
+                    ):
+                        from_init[target.attr] = child.value.id
+    return {
+        attribute: parameter
+        for attribute, parameter in from_init.items()
+        if stores.get(attribute) == 1 and parameter in parameters - reassigned
+    }
+
+
+def class_annotation(text: str) -> str:
+    """The class an annotation names, quotes and ``| None`` / ``Optional[...]`` aside."""
+    text = text.strip("'\"")
+    if text.startswith("Optional[") and text.endswith("]"):
+        text = text[len("Optional[") : -1]
+    return text.removesuffix(" | None").removeprefix("None | ").strip("'\"")
+
+
+def is_host_annotation(annotation: ast.expr | None) -> bool:
+    if annotation is None:
+        return False
+    text = ast.unparse(annotation).strip("'\"")
+    return bool(_HOST_ANNOTATIONS.match(text)) and "Tensor" not in text
+
+
+def declared_host_fields(
+    tree: ast.Module, lines: list[str]
+) -> tuple[dict[str, frozenset[str]], set[str]]:
+    """Class of this module -> its fields declared as host data: annotated ``int``,
+    ``list[int]``, ``np.ndarray`` (``num_scheduled_tokens: np.ndarray``), or said to be
+    on the CPU by a comment (``prompt_lens: torch.Tensor  # CPU tensor``); and the
+    classes whose declared fields all are (a ``NamedTuple`` of sizes and a dtype)."""
+    found: dict[str, frozenset[str]] = {}
+    records: set[str] = set()
+    for node in tree.body:
+        if not isinstance(node, ast.ClassDef):
+            continue
+        declared = [
+            statement
+            for statement in node.body
+            if isinstance(statement, ast.AnnAssign) and isinstance(statement.target, ast.Name)
+        ]
+        fields = frozenset(
+            statement.target.id
+            for statement in declared
+            if isinstance(statement.target, ast.Name)
+            and (
+                is_host_annotation(statement.annotation)
+                or _CPU_COMMENT.search(lines[statement.lineno - 1])
+            )
+        )
+        if fields:
+            found[node.name] = fields
+            if len(fields) == len(declared):
+                records.add(node.name)
+    return found, records
+
+
+def init_attribute_types(
+    init: ast.FunctionDef, qualified_name: Callable[[ast.expr], str | None]
+) -> dict[str, str]:
+    """``self.attr = SomeClass(...)`` assignments made in ``__init__``."""
+    if not init.args.args:
+        return {}
+    self_name = init.args.args[0].arg
+    types: dict[str, str] = {}
+    for statement in ast.walk(init):
+        if not isinstance(statement, ast.Assign) or not isinstance(statement.value, ast.Call):
+            continue
+        func = statement.value.func
+        class_name = qualified_name(func) or (func.id if isinstance(func, ast.Name) else None)
+        if class_name is None:
+            continue
+        for target in statement.targets:
+            if (
+                isinstance(target, ast.Attribute)
+                and isinstance(target.value, ast.Name)
+                and target.value.id == self_name
+            ):
+                types[target.attr] = class_name
+    return types

@@ -1,0 +1,577 @@
+"""Where data lives, expression by expression: the placement and tags of a value (see
+:mod:`syncguard.values`) from the names, calls and operators that compute it, and how
+assignments bind them to names in the function being walked."""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+
+from syncguard.conditions import (
+    dotted_name,
+)
+from syncguard.facts import (
+    MODULE_SCOPE,
+)
+from syncguard.naming import (
+    as_named,
+    is_host_name,
+    named_tags,
+    names_config,
+)
+from syncguard.scope import AnalyzerState
+from syncguard.torch_api import (
+    BOOL_DTYPES,
+    BOOL_METHODS,
+    BUILTIN_NAMES,
+    DTYPE_WORDS,
+    FACTORIES,
+    HOST_ATTRIBUTES,
+    HOST_BUILTINS,
+    HOST_METHODS,
+    HOST_MODULES,
+    INDEX_DTYPES,
+    INDEX_FACTORIES,
+    INDEX_METHODS,
+    LIKE_FACTORIES,
+    MODULE_STATE,
+    NUMBER_BUILTINS,
+    PASSTHROUGH_BUILTINS,
+    PINNING_HELPER,
+    SEQUENCE_OPS,
+    TENSOR_METHODS,
+    VIEW_METHODS,
+    is_tensor,
+    tensor_result,
+    torch_result_kind,
+)
+from syncguard.values import (
+    BOOL,
+    DEVICE,
+    EVENT,
+    FIELD_PREFIX,
+    HOST,
+    INDEX,
+    OPAQUE,
+    PAGEABLE,
+    PINNED,
+    PYSEQ,
+    SCALAR,
+    STREAM,
+    TENSOR,
+    UNKNOWN,
+    Place,
+    Value,
+    join,
+)
+
+_NEVER_NONE_EXPRESSIONS = (
+    ast.BinOp, ast.Subscript, ast.Compare, ast.List, ast.Tuple, ast.Dict, ast.Set,
+    ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp, ast.JoinedStr, ast.Lambda,
+)  # fmt: skip
+
+
+def _merge(a: Value, b: Value) -> Value:
+    if a == b:
+        return a
+    merged = join(a, b)
+    # A bare host value on one side is typically ``None`` (``self.stage = None``, then
+    # ``self.stage = torch.empty(..., pin_memory=True)`` on a branch): where the data is
+    # used, it is the other side's kind.
+    tags = a.tags | b.tags if HOST in (a, b) else a.tags & b.tags | (a.tags | b.tags) & {OPAQUE}
+    return merged.with_tags(*tags) if tags else merged
+
+
+class Placement(AnalyzerState):
+    """Evaluates expressions to :class:`Value` in the current scope, and binds them."""
+
+    def value(self, node: ast.expr) -> Value:
+        memo = self.scope.memo
+        key = id(node)
+        found = memo.get(key)
+        if found is None:
+            found = memo[key] = self._evaluate(node)
+        return found
+
+    def _evaluate(self, node: ast.expr) -> Value:
+        if isinstance(node, ast.Name):
+            return self._name_value(node.id)
+        if isinstance(node, ast.Constant):
+            return HOST.with_tags(SCALAR) if isinstance(node.value, (int, float)) else HOST
+        if isinstance(node, ast.Attribute):
+            return self._attribute_value(node)
+        if isinstance(node, ast.Call):
+            return self._call_value(node)
+        if isinstance(node, ast.Subscript):
+            base = self.value(node.value)
+            if PYSEQ in base.tags:
+                return Value(base.place, base.params)
+            if BOOL in base.tags:
+                return Value(base.place, base.params, base.tags & {TENSOR})
+            return base
+        if isinstance(node, ast.BinOp):
+            left, right = self.value(node.left), self.value(node.right)
+            result = self._with_host_data((node.left, node.right), join(left, right))
+            if tensor_result(result, (left, right)):
+                result = result.with_tags(TENSOR)
+            if isinstance(node.op, (ast.BitAnd, ast.BitOr, ast.BitXor)) and (
+                BOOL in left.tags or BOOL in right.tags
+            ):
+                return result.with_tags(BOOL)
+            if result.on_host and SCALAR in left.tags and SCALAR in right.tags:
+                return result.with_tags(SCALAR)
+            return result
+        if isinstance(node, ast.UnaryOp):
+            operand = self.value(node.operand)
+            if isinstance(node.op, ast.Not):
+                return HOST.with_tags(BOOL)
+            return operand
+        if isinstance(node, ast.Compare):
+            return self._compare_value(node)
+        if isinstance(node, ast.BoolOp):
+            return join(*map(self.value, node.values))
+        if isinstance(node, ast.IfExp):
+            return _merge(self.value(node.body), self.value(node.orelse))
+        if isinstance(node, (ast.List, ast.Tuple, ast.Set)):
+            return join(*map(self.value, node.elts)).with_tags(PYSEQ)
+        if isinstance(node, ast.Dict):
+            return join(*(self.value(v) for v in node.values)).with_tags(PYSEQ)
+        if isinstance(node, (ast.ListComp, ast.SetComp, ast.GeneratorExp)):
+            return self._comprehension_value(node, node.elt).with_tags(PYSEQ)
+        if isinstance(node, ast.DictComp):
+            return self._comprehension_value(node, node.value).with_tags(PYSEQ)
+        if isinstance(node, ast.NamedExpr):
+            return self.value(node.value)
+        if isinstance(node, (ast.Starred, ast.Await)):
+            return self.value(node.value)
+        if isinstance(node, (ast.JoinedStr, ast.Lambda, ast.FormattedValue)):
+            return HOST
+        return UNKNOWN
+
+    def _compare_value(self, node: ast.Compare) -> Value:
+        """Identity and membership tests give a host bool; tensor comparisons a tensor."""
+        operands = [self.value(node.left), *map(self.value, node.comparators)]
+        if all(isinstance(op, (ast.Is, ast.IsNot)) for op in node.ops):
+            return HOST.with_tags(BOOL)
+        if all(isinstance(op, (ast.In, ast.NotIn)) for op in node.ops) and not any(
+            is_tensor(value) for value in operands[1:]
+        ):
+            return HOST.with_tags(BOOL)  # `key in dict`, `x in (a, b)`
+        result = join(*operands).with_tags(BOOL)
+        result = self._with_host_data([node.left, *node.comparators], result)
+        return result.with_tags(TENSOR) if tensor_result(result, operands) else result
+
+    def _with_host_data(self, operands: Sequence[ast.expr], result: Value) -> Value:
+        """An operator on host data (a ``*_cpu`` array, a host tensor or mask) whose other
+        operands are not known device tensors computes on the host: mixing host data with
+        a device tensor is an error (0-d host tensors aside), so those operands are
+        Python numbers or host data too (``lens_cpu + self.block_size``)."""
+        if result.on_host or not any(self._is_host_data(operand) for operand in operands):
+            return result
+        for operand in operands:
+            value = self.value(operand)
+            if value.place is Place.DEVICE or (is_tensor(value) and value.may_be_device):
+                return result
+        return HOST.with_tags(*(result.tags | {TENSOR}))
+
+    def _is_host_data(self, node: ast.expr) -> bool:
+        value = self.value(node)
+        if not value.on_host or value.tags & {PYSEQ, SCALAR}:
+            return False
+        if value.tags & {TENSOR, BOOL, INDEX, PINNED, PAGEABLE}:
+            return True
+        while isinstance(node, ast.Subscript):
+            node = node.value
+        name = node.id if isinstance(node, ast.Name) else getattr(node, "attr", "")
+        return is_host_name(name)
+
+    def _comprehension_value(
+        self, node: ast.ListComp | ast.SetComp | ast.GeneratorExp | ast.DictComp, elt: ast.expr
+    ) -> Value:
+        with self._comprehension_scope(node.generators):
+            return self.value(elt)
+
+    def _name_value(self, name: str) -> Value:
+        if self.scope.narrowed and name in self.scope.narrowed:
+            return self.scope.narrowed[name]
+        found = self.scope.env.get(name)
+        if found is not None:
+            return found
+        if is_host_name(name):
+            return as_named(name, HOST)
+        if name in self.imports or name in self.scope.imports or name in self.module_defs:
+            return HOST  # a module, class or function object, not a tensor
+        module_value = self.module_scope.env.get(name)
+        if module_value is not None:
+            return module_value
+        if name in BUILTIN_NAMES:
+            return HOST
+        return UNKNOWN
+
+    def _attribute_value(self, node: ast.Attribute) -> Value:
+        attr = node.attr
+        if attr in HOST_ATTRIBUTES:
+            return HOST
+        if self.scope.narrowed:
+            narrowed = self.scope.narrowed.get(dotted_name(node) or "")
+            if narrowed is not None:
+                return narrowed
+        base = node.value
+        if isinstance(base, ast.Name) and base.id == self.scope.self_name:
+            key = f"{base.id}.{attr}"
+            if key in self.scope.env:
+                return self.scope.env[key]
+            known = self.scope.attribute_values.get(attr)
+            if known is not None:
+                return known
+        if is_host_name(attr):
+            return as_named(attr, HOST)
+        if self.qualified_name(node) is not None:
+            return HOST  # torch.float32, np.pi, module.CONSTANT
+        if isinstance(base, ast.Name):
+            if base.id == self.scope.self_name:
+                return as_named(attr, UNKNOWN)
+            class_name = self.scope.typed_params.get(base.id)
+            if class_name is not None and base.id not in self.scope.rebound:
+                if attr in self.host_fields.get(class_name, ()):
+                    return as_named(attr, HOST)
+                imported = self.imports.get(class_name)
+                if imported is not None:  # the project phase knows that class's fields
+                    value = self.value(base)
+                    field_tag = f"{FIELD_PREFIX}{imported}.{attr}"
+                    return Value(value.place, value.params, named_tags(attr) | {field_tag})
+        base_value = self.value(base)
+        if attr in ("T", "mT", "H", "data", "real", "imag"):
+            return base_value
+        return as_named(attr, Value(base_value.place, base_value.params))
+
+    def _call_value(self, node: ast.Call) -> Value:
+        func = node.func
+        helper = func.id if isinstance(func, ast.Name) else getattr(func, "attr", "")
+        if PINNING_HELPER.search(helper) or self._asks_pinned(node):
+            return HOST.with_tags(PINNED, TENSOR)
+        qualified = self.qualified_name(func)
+        if qualified is not None:
+            root, _, rest = qualified.partition(".")
+            if root in HOST_MODULES:
+                return HOST
+            if root == "torch":
+                return torch_result_kind(rest, self._torch_call_value(node, rest))
+            return self._derived_value(node)
+        if isinstance(func, ast.Name):
+            name = func.id
+            result = self._device_result(name)
+            if result is not None and name not in self.scope.env:
+                return result
+            if name in self.module_defs or name in self.scope.env:
+                return self._derived_value(node)
+            if name in HOST_BUILTINS:
+                if name in NUMBER_BUILTINS:
+                    return HOST.with_tags(SCALAR)  # int(t), len(xs): a Python number
+                return HOST.with_tags(BOOL) if name == "bool" else HOST
+            if name in PASSTHROUGH_BUILTINS:
+                values = [self.value(arg) for arg in node.args]
+                return join(*values) if values else HOST
+            return self._derived_value(node)
+        if isinstance(func, ast.Attribute):
+            return self._method_result_kind(func, self._method_value(node, func))
+        return UNKNOWN
+
+    def _method_result_kind(self, func: ast.Attribute, result: Value) -> Value:
+        """Tag what a method returns: a tensor (a tensor's method, or one only tensors
+        have), a tuple of tensors, or the event a stream records."""
+        method = func.attr
+        if method in HOST_METHODS or result.tags & {PYSEQ, STREAM, EVENT}:
+            return result
+        receiver = self.value(func.value)
+        if STREAM in receiver.tags and method == "record_event":
+            return HOST.with_tags(EVENT)
+        if not (is_tensor(receiver) or method in TENSOR_METHODS):
+            return result
+        if method in SEQUENCE_OPS:
+            return Value(result.place, result.params, frozenset((PYSEQ,)))
+        return result.with_tags(TENSOR)
+
+    def _derived_value(self, node: ast.Call) -> Value:
+        """A call to a function we cannot see into: its result lives where its data does.
+
+        Data means arguments that are not plain Python numbers or settings objects
+        (``config``); with none (a factory-like call such as ``make_buffer(n)`` or
+        ``Block(config)``) the placement is unknown. A function's ``device=`` argument
+        says where its result is made (``async_h2d(values, device=x.device)``); an object
+        built with one (``State(n, device=d)``) may hold host data as well.
+        """
+        func = node.func
+        if isinstance(func, ast.Name) and func.id in self.host_records:
+            return HOST  # a record of host values (sizes, flags, a dtype) built here
+        device = self._keyword(node, "device")
+        if device is not None:
+            name = func.id if isinstance(func, ast.Name) else getattr(func, "attr", "")
+            if name[:1].isupper():
+                return UNKNOWN
+            # Where, not what: the result may be a tensor or a Python value (can_use(device=d)).
+            return self._device_value(device).without_tags()
+        data = [
+            self.value(argument)
+            for argument in [*node.args, *(keyword.value for keyword in node.keywords)]
+            if not isinstance(argument, ast.Constant) and not names_config(argument)
+        ]
+        data = [value for value in data if SCALAR not in value.tags]
+        return join(*data) if data else UNKNOWN
+
+    def _method_value(self, node: ast.Call, func: ast.Attribute) -> Value:
+        method = func.attr
+        receiver = self.value(func.value)
+        if method in HOST_METHODS:
+            return HOST
+        if method == "pin_memory":
+            return HOST.with_tags(PINNED, TENSOR)
+        if method == "cuda":
+            return DEVICE.with_tags(TENSOR)
+        if method == "to":
+            return self._to_value(node, receiver)
+        if method in BOOL_METHODS or method in ("any", "all"):
+            return Value(receiver.place, receiver.params, frozenset((BOOL,)))
+        if method in VIEW_METHODS:
+            return Value(receiver.place, receiver.params, receiver.tags - {PYSEQ})
+        if method in INDEX_METHODS:
+            return Value(receiver.place, receiver.params, frozenset((INDEX,)))
+        if method in ("new_tensor", "new_zeros", "new_ones", "new_empty", "new_full"):
+            device = self._keyword(node, "device")
+            return self._device_value(device) if device is not None else receiver.without_tags()
+        if (
+            receiver.on_host
+            and not receiver.tags
+            and method not in TENSOR_METHODS
+            and (self._self_rooted(func.value) or names_config(func.value))
+        ):
+            # self.mlp(x), self.proj.forward(x), pipeline_config.embeds(batch): an object's
+            # method (not a host tensor's) returns data where its arguments live.
+            return self._derived_value(node)
+        return Value(receiver.place, receiver.params)
+
+    def _self_rooted(self, node: ast.expr) -> bool:
+        """True for ``self`` and ``self.a.b[...]``: attributes of the object being defined."""
+        while isinstance(node, (ast.Attribute, ast.Subscript)):
+            node = node.value
+        return isinstance(node, ast.Name) and node.id == self.scope.self_name
+
+    def _to_value(self, node: ast.Call, receiver: Value) -> Value:
+        target = self._keyword(node, "device")
+        if target is None and node.args:
+            target = node.args[0]
+        if target is None:
+            dtype = self._keyword(node, "dtype")
+            return self._with_dtype(receiver, dtype) if dtype is not None else receiver
+        if isinstance(target, ast.Constant) and isinstance(target.value, str):
+            return self._device_value(target)
+        qualified = self.qualified_name(target)
+        if qualified is not None and qualified.startswith("torch.") and qualified != "torch.device":
+            return self._with_dtype(receiver, target)  # a dtype such as torch.float32
+        if isinstance(target, ast.Call) and self.qualified_name(target.func) == "torch.device":
+            return self._device_value(target)
+        text = self.source(target).lower()
+        if "device" in text or "cuda" in text:
+            return DEVICE.with_tags(TENSOR)
+        if any(word in text for word in DTYPE_WORDS):
+            return receiver
+        return UNKNOWN
+
+    def _device_value(self, device: ast.expr) -> Value:
+        """The placement of a tensor created on ``device``."""
+        if isinstance(device, ast.Call) and device.args:
+            device = device.args[0]  # torch.device("cpu")
+        if isinstance(device, ast.Constant):
+            if device.value is None:
+                return UNKNOWN if self.scope.default_device else HOST.with_tags(TENSOR)
+            if isinstance(device.value, str) and device.value.startswith("cpu"):
+                return HOST.with_tags(TENSOR)
+            return DEVICE.with_tags(TENSOR)
+        text = self.source(device).lower()
+        if "cpu" in text:
+            return HOST.with_tags(TENSOR)
+        if (
+            isinstance(device, ast.Attribute)
+            and device.attr == "device"
+            and self._is_host_data(device.value)
+        ):
+            return HOST.with_tags(TENSOR)  # torch.full(n, v, device=host_tensor.device)
+        # A device named by a variable or a parameter (``device=x.device``, ``device=device``)
+        # is the accelerator the model runs on: callers pass ``x.device`` or ``self.device``,
+        # host values that name the device, so the caller's argument cannot decide.
+        return DEVICE.with_tags(TENSOR)
+
+    def _torch_call_value(self, node: ast.Call, function: str) -> Value:
+        name = function.rpartition(".")[2]
+        if function in MODULE_STATE:
+            return UNKNOWN.with_tags(TENSOR)
+        if function.startswith("nn.") and name[:1].isupper():
+            return UNKNOWN  # a module: its weights live wherever the model is moved
+        out = self._keyword(node, "out")
+        if out is not None:
+            return self.value(out)
+        if function in FACTORIES or function in LIKE_FACTORIES:
+            device = self._keyword(node, "device")
+            if device is not None:
+                value = self._device_value(device)
+            elif function in LIKE_FACTORIES and node.args:
+                value = self.value(node.args[0]).without_tags()
+            elif function == "from_numpy":
+                value = HOST
+            else:
+                value = UNKNOWN if self.scope.default_device else HOST
+            tags = {TENSOR}
+            pin_memory = self._keyword(node, "pin_memory")
+            if pin_memory is not None and not (
+                isinstance(pin_memory, ast.Constant) and not pin_memory.value
+            ):
+                # pin_memory=True, or a flag such as pin_memory=is_pin_memory_available():
+                # the author asks for pinned memory wherever the platform has it.
+                tags.add(PINNED)
+                value = HOST
+            elif value.on_host and function not in LIKE_FACTORIES:
+                tags.add(PAGEABLE)
+            dtype = self._keyword(node, "dtype")
+            if dtype is not None:
+                tags |= self._dtype_tags(dtype)
+            elif function in INDEX_FACTORIES:
+                tags.add(INDEX)
+            return Value(value.place, value.params, frozenset(tags))
+        if function.startswith(("cuda.", "distributed.", "backends.", "jit.", "compiler.")):
+            return HOST
+        if function in ("is_tensor", "numel", "get_default_dtype", "is_grad_enabled"):
+            return HOST
+        operands = [self.value(arg) for arg in node.args]
+        operands += [self.value(keyword.value) for keyword in node.keywords if keyword.arg]
+        result = join(*operands) if operands else HOST
+        if name in BOOL_METHODS or name in ("isin", "isclose"):
+            return result.with_tags(BOOL)
+        if result.on_host and name[:1].islower() and name not in ("device", "finfo", "iinfo"):
+            if any(OPAQUE in operand.tags for operand in operands):
+                return result.with_tags(TENSOR)  # maybe a view of what the list holds
+            return result.with_tags(PAGEABLE)  # a new host tensor in ordinary memory
+        return result
+
+    def _asks_pinned(self, node: ast.Call) -> bool:
+        """A call passing ``pin_memory=`` something other than False: a helper such as
+        ``make_tensor_with_pad(..., pin_memory=PIN_MEMORY)`` building a pinned host tensor.
+        (torch factories are handled with their other arguments.)"""
+        flag = self._keyword(node, "pin_memory")
+        if flag is None or (isinstance(flag, ast.Constant) and not flag.value):
+            return False
+        qualified = self.qualified_name(node.func) or ""
+        return not qualified.startswith("torch.")
+
+    def _dtype_tags(self, dtype: ast.expr) -> frozenset[str]:
+        """Boolean and integer dtypes make masks and index tensors."""
+        qualified = self.qualified_name(dtype)
+        if qualified in BOOL_DTYPES:
+            return frozenset((BOOL,))
+        if qualified in INDEX_DTYPES:
+            return frozenset((INDEX,))
+        return frozenset()
+
+    def _with_dtype(self, value: Value, dtype: ast.expr) -> Value:
+        """``value`` converted to ``dtype`` (a conversion copies: pinned-ness is not kept)."""
+        kept = value.tags & {TENSOR}
+        return Value(value.place, value.params, kept | self._dtype_tags(dtype))
+
+    def _merge_env(self, other: dict[str, Value]) -> None:
+        env = self.scope.env
+        for name, value in other.items():
+            current = env.get(name)
+            env[name] = value if current is None else _merge(current, value)
+
+    def _element_value(self, iterable: ast.expr) -> Value:
+        if (
+            isinstance(iterable, ast.Call)
+            and isinstance(iterable.func, ast.Name)
+            and iterable.func.id == "range"
+        ):
+            return HOST.with_tags(SCALAR)
+        value = self.value(iterable)
+        return Value(value.place, value.params, value.tags & {TENSOR} - {PYSEQ})
+
+    def _bind(self, target: ast.expr, value: Value, source: ast.expr | None) -> None:
+        env = self.scope.env
+        if self.scope.narrowed:
+            key = dotted_name(target)
+            if key in self.scope.narrowed:  # reassigned: the guard no longer applies
+                self.scope.narrowed = {k: v for k, v in self.scope.narrowed.items() if k != key}
+        if isinstance(target, ast.Name):
+            env[target.id] = as_named(target.id, value)
+            if source is None or not self._never_none(source):
+                self.scope.maybe_none.add(target.id)
+                self.scope.rebound_maybe_none.add(target.id)
+            else:
+                self.scope.maybe_none.discard(target.id)
+            self.scope.rebound.add(target.id)
+            if source is None:
+                self.scope.assigned.pop(target.id, None)
+            else:
+                self.scope.assigned[target.id] = source
+        elif isinstance(target, (ast.Tuple, ast.List)):
+            sources = source.elts if isinstance(source, (ast.Tuple, ast.List)) else None
+            element_value = Value(value.place, value.params)
+            if value.place is Place.DEVICE and PYSEQ not in value.tags:
+                # The parts of an opaque call's result made on a device may be host metadata.
+                element_value = UNKNOWN
+            for index, element in enumerate(target.elts):
+                if sources is not None and len(sources) == len(target.elts):
+                    self._bind(element, self.value(sources[index]), sources[index])
+                else:
+                    self._bind(element, element_value, None)
+        elif isinstance(target, ast.Starred):
+            self._bind(target.value, value, None)
+        elif (
+            isinstance(target, ast.Attribute)
+            and isinstance(target.value, ast.Name)
+            and target.value.id == self.scope.self_name
+        ):
+            key = f"{target.value.id}.{target.attr}"
+            if key in self.scope.buffers:  # assigning a tensor to a buffer keeps it a buffer
+                value = UNKNOWN.with_tags(TENSOR)
+            env[key] = as_named(target.attr, value)
+
+    @contextmanager
+    def _comprehension_scope(self, generators: list[ast.comprehension]) -> Iterator[None]:
+        scope = self.scope
+        saved_env, saved_memo = scope.env, scope.memo
+        scope.env = dict(saved_env)
+        scope.memo = dict(saved_memo)
+        for generator in generators:
+            self._bind(generator.target, self._element_value(generator.iter), None)
+        try:
+            yield
+        finally:
+            scope.env, scope.memo = saved_env, saved_memo
+
+    def _never_none(self, node: ast.expr) -> bool:
+        """True for a value that cannot be None: a constant other than None, a local
+        only ever set to such values, a computed value (``f(x)``, ``x[i]``, ``a + b``);
+        not a parameter, an attribute (``self.cache`` may be None until filled),
+        ``d.get(k)`` or ``x if c else None``."""
+        if isinstance(node, ast.Name):
+            scope = self.scope
+            known = node.id in scope.rebound or node.id in scope.facts.params
+            return known and node.id not in scope.maybe_none
+        if isinstance(node, ast.Constant):
+            return node.value is not None
+        if isinstance(node, ast.IfExp):
+            return self._never_none(node.body) and self._never_none(node.orelse)
+        if isinstance(node, ast.Call):
+            func = node.func
+            return not (isinstance(func, ast.Attribute) and func.attr in ("get", "pop"))
+        return isinstance(node, _NEVER_NONE_EXPRESSIONS)
+
+    def _device_result(self, name: str) -> Value | None:
+        """What a call of the function ``name`` returns, when :meth:`_remember_result` knows
+        it: a function nested in this one (or in an enclosing one), else a module one."""
+        prefix = self.scope.facts.qualname
+        while prefix and prefix != MODULE_SCOPE:
+            found = self.device_results.get(f"{prefix}.{name}")
+            if found is not None:
+                return found
+            prefix = prefix.rpartition(".")[0]
+        return self.device_results.get(name)

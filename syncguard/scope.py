@@ -1,0 +1,113 @@
+"""The state of the per-file walk: the function being walked (:class:`Scope`) and what the
+whole file knows (:class:`AnalyzerState`), with the source positions rules ask for."""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass, field
+
+from syncguard.facts import FunctionFacts, Requirement, Span
+from syncguard.values import Value
+
+
+@dataclass
+class Scope:
+    """The state of the function being walked."""
+
+    facts: FunctionFacts
+    env: dict[str, Value]
+    imports: dict[str, str]
+    self_name: str | None
+    attribute_values: dict[str, Value]  # self.attr placements known from __init__
+    loop_depth: int = 0
+    lazy_depth: int = 0  # inside code that does not run per step (lazy init, training only)
+    default_device: bool = False
+    memo: dict[int, Value] = field(default_factory=dict)
+    assigned: dict[str, ast.expr] = field(default_factory=dict)  # local name -> last value
+    returns: list[Value] = field(default_factory=list)  # placements of the returned values
+    host_code: bool = False  # in a module or class whose name says it runs on the CPU
+    buffers: set[str] = field(default_factory=set)  # self attributes registered as buffers
+    module_params: frozenset[str] = frozenset()  # parameters that are modules (``layer``)
+    # Expressions a device guard proves to be on the host here (``if not x.is_cuda:``).
+    narrowed: dict[str, Value] = field(default_factory=dict)
+    # What the enclosing ``if``s say about parameters here (``if metadata is None:``).
+    requires: tuple[Requirement, ...] = ()
+    rebound: set[str] = field(default_factory=set)  # local names assigned so far
+    # Names some assignment may have set to None: for the others, ``x is None`` after a
+    # reassignment still means the parameter ``x`` was passed None.
+    rebound_maybe_none: set[str] = field(default_factory=set)
+    maybe_none: set[str] = field(default_factory=set)  # names that may hold None here
+    kwargs_name: str | None = None  # the ``**kwargs`` parameter
+    # Parameters annotated with a class: of this module with host fields, or imported.
+    typed_params: dict[str, str] = field(default_factory=dict)
+    # Local name -> what it holds, for the project phase (see :mod:`syncguard.receivers`).
+    types: dict[str, tuple] = field(default_factory=dict)
+    # Loops being walked: [first line, last line, flags].
+    open_loops: list[list] = field(default_factory=list)
+    loops: list = field(default_factory=list)  # the function's loops walked so far
+    return_types: list = field(default_factory=list)  # type expressions of its returns
+
+
+# Device-guarded host values, requirements on parameters and maybe-None names of a branch.
+BranchFacts = tuple[dict[str, Value], tuple[Requirement, ...], set[str]]
+
+
+class AnalyzerState:
+    """What every part of the per-file walk shares: the file, its imports and definitions,
+    the scope being walked, and the source positions of nodes."""
+
+    lines: list[str]
+    module: str
+    imports: dict[str, str]
+    module_defs: set[str]
+    # Class of this module -> its fields declared as host data; classes all of whose
+    # declared fields are (records of sizes and flags).
+    host_fields: dict[str, frozenset[str]]
+    host_records: set[str]
+    class_attributes: dict[str, dict[str, Value]]  # self.attr placements from __init__
+    # Functions (analysed so far, by qualified name) whose every return is device data.
+    device_results: dict[str, Value]
+    scope: Scope
+    module_scope: Scope
+    statement: tuple[int, int]  # first and last line of the statement being walked
+    rule_code: str  # the rule whose visitor is running
+
+    def span(self, node: ast.AST) -> Span:
+        line = node.lineno  # type: ignore[attr-defined]
+        end_line = node.end_lineno or line  # type: ignore[attr-defined]
+        column = self._column(line, node.col_offset)  # type: ignore[attr-defined]
+        end_column = self._column(end_line, node.end_col_offset or 0)  # type: ignore[attr-defined]
+        return Span(line, column, end_line, end_column)
+
+    def _column(self, line: int, byte_offset: int) -> int:
+        text = self.lines[line - 1] if 0 < line <= len(self.lines) else ""
+        if text.isascii():
+            return byte_offset + 1
+        return len(text.encode()[:byte_offset].decode(errors="replace")) + 1
+
+    def source(self, node: ast.AST) -> str:
+        return ast.unparse(node)
+
+    def text(self, node: ast.AST) -> str:
+        span = self.span(node)
+        if span.line == span.end_line:
+            return self.lines[span.line - 1][span.column - 1 : span.end_column - 1]
+        first = self.lines[span.line - 1][span.column - 1 :]
+        middle = self.lines[span.line : span.end_line - 1]
+        last = self.lines[span.end_line - 1][: span.end_column - 1]
+        return "\n".join([first, *middle, last])
+
+    def qualified_name(self, node: ast.expr) -> str | None:
+        if isinstance(node, ast.Name):
+            return self.scope.imports.get(node.id) or self.imports.get(node.id)
+        if isinstance(node, ast.Attribute):
+            base = self.qualified_name(node.value)
+            return f"{base}.{node.attr}" if base else None
+        return None
+
+    @staticmethod
+    def _keyword(node: ast.Call, name: str) -> ast.expr | None:
+        for keyword in node.keywords:
+            if keyword.arg == name:
+                return keyword.value
+        return None
