@@ -8,7 +8,6 @@ import asyncio
 import json
 import os
 import re
-import subprocess
 import sys
 import threading
 from typing import Any
@@ -356,20 +355,6 @@ def test_only_the_audit_modules_are_skipped_in_attribution() -> None:
     assert _frames.owner(reference.__file__) == "user"  # its syncs are its own
     assert _frames.owner(torch.__file__) == "foreign"
     assert _frames.owner(__file__) == "user"
-
-
-def test_importing_the_runtime_imports_no_heavy_package() -> None:
-    code = (
-        "import sys\n"
-        "import syncguard.runtime, syncguard.runtime.pytest_plugin\n"
-        "heavy = ['torch', 'rich', 'click', 'libcst', 'pygls']\n"
-        "print(sorted(name for name in heavy if name in sys.modules))\n"
-    )
-    completed = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120
-    )
-    assert completed.returncode == 0, completed.stderr
-    assert completed.stdout.strip() == "[]"
 
 
 def test_report_is_plain_text_off_a_terminal_and_rich_tables_on_one(

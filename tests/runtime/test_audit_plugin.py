@@ -108,9 +108,14 @@ def test_the_marker_is_registered(pytester: pytest.Pytester) -> None:
     result.stdout.fnmatch_lines(["@pytest.mark.no_sync*"])
 
 
-def test_loading_the_plugin_does_not_import_torch() -> None:
+def test_importing_the_runtime_and_loading_the_plugin_import_no_heavy_package() -> None:
     code = (
-        "import sys, pytest\n"
+        "import sys\n"
+        "heavy = ['torch', 'rich', 'click', 'libcst', 'pygls']\n"
+        "import syncguard.runtime, syncguard.runtime.pytest_plugin\n"
+        "loaded = [name for name in heavy if name in sys.modules]\n"
+        "assert not loaded, loaded\n"
+        "import pytest\n"
         "pytest.main(['--co', '-q', '-p', 'no:cacheprovider', '--rootdir', '.', 'no_such_dir'])\n"
         "assert 'syncguard.runtime.pytest_plugin' in sys.modules\n"
         "assert 'torch' not in sys.modules, 'torch was imported'\n"
