@@ -28,15 +28,28 @@ class Op:
         return self.keywords.get(name)
 
 
+_ATEN = "torch.ops.aten."
+
+
+def torch_op(func: ast.expr, ctx: Context) -> str | None:
+    """The qualified name of the called function, with the aten spellings of a torch op
+    (``torch.ops.aten.nonzero``, ``torch.ops.aten.nonzero.default``) read as ``torch.nonzero``."""
+    qualified = ctx.qualified_name(func)
+    if qualified is not None and qualified.startswith(_ATEN):
+        return "torch." + qualified[len(_ATEN) :].split(".")[0]
+    return qualified
+
+
 def match_op(
     node: ast.Call, ctx: Context, names: Collection[str], *, modules: Collection[str] = ("torch",)
 ) -> Op | None:
-    """``node`` as a call of one of ``names``: a function of ``modules`` or a tensor method."""
+    """``node`` as a call of one of ``names``: a function of ``modules`` (or its aten
+    spelling) or a tensor method."""
     func = node.func
     keywords = {keyword.arg: keyword.value for keyword in node.keywords if keyword.arg}
     if any(isinstance(argument, ast.Starred) for argument in node.args):
         return None
-    qualified = ctx.qualified_name(func)
+    qualified = torch_op(func, ctx)
     if qualified is not None:
         module, _, name = qualified.rpartition(".")
         if module in modules and name in names:
@@ -45,6 +58,17 @@ def match_op(
     if isinstance(func, ast.Attribute) and func.attr in names:
         return Op(func.attr, (func.value, *node.args), keywords, is_method=True)
     return None
+
+
+def literal(node: ast.expr | None) -> object:
+    """The value of a literal argument (``2``, ``-1``, ``"nuc"``, ``None``); ``...`` (the
+    Ellipsis) when ``node`` is absent or not a literal."""
+    if node is None:
+        return ...
+    try:
+        return ast.literal_eval(node)
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        return ...
 
 
 def is_zero_or_absent(node: ast.expr | None) -> bool:

@@ -5,10 +5,15 @@ from __future__ import annotations
 import ast
 
 from syncguard.rule import Context, Invalid, Rule, Valid
+from syncguard.rules._ops import torch_op
+
+# Function spellings of ``t.item()``: the aten ops behind it, called directly.
+_FUNCTIONS = ("torch.item", "torch._local_scalar_dense")
 
 
 class ItemSync(Rule):
-    """Flags ``t.item()`` when ``t`` may live on the accelerator.
+    """Flags ``t.item()`` when ``t`` may live on the accelerator, and its aten spellings
+    ``torch.ops.aten.item(t)`` / ``torch.ops.aten._local_scalar_dense(t)``.
 
     Why it syncs: ``.item()`` returns a Python number, so the host must wait
     until every kernel queued before it has finished and the value is copied
@@ -24,7 +29,8 @@ class ItemSync(Rule):
     code = "SG101"
     name = "item-sync"
     message = "`.item()` copies a device value to the host and waits for the GPU"
-    tokens = (".item(",)
+    tokens = (".item(", "_local_scalar_dense")
+    sweep_ops = ("item", "extra:Tensor.item", "extra:aten.item", "extra:aten._local_scalar_dense")
     cost = "blocks until all queued GPU work drains: 30.14 ms with 30 ms queued (H200)"
 
     VALID = [
@@ -80,14 +86,30 @@ def decode_step(hidden, counts):
 """,
             line=7,
         ),
+        Invalid(
+            """
+import torch
+from torch import nn
+
+class Sampler(nn.Module):
+    def forward(self, logits):
+        return torch.ops.aten._local_scalar_dense.default(logits.argmax())
+""",
+            line=6,
+        ),
     ]
 
     def visit_Call(self, node: ast.Call, ctx: Context) -> None:
         func = node.func
-        if isinstance(func, ast.Attribute) and func.attr == "item" and not node.args:
-            suggestion = (
-                "accumulate on the device and read once after the loop"
-                if ctx.in_loop
-                else "keep the 0-d tensor on the device, or take the number from host data"
-            )
-            ctx.report(node, subject=func.value, suggestion=suggestion)
+        if torch_op(func, ctx) in _FUNCTIONS and len(node.args) == 1:
+            subject = node.args[0]
+        elif isinstance(func, ast.Attribute) and func.attr == "item" and not node.args:
+            subject = func.value
+        else:
+            return
+        suggestion = (
+            "accumulate on the device and read once after the loop"
+            if ctx.in_loop
+            else "keep the 0-d tensor on the device, or take the number from host data"
+        )
+        ctx.report(node, subject=subject, suggestion=suggestion)

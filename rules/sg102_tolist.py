@@ -22,6 +22,7 @@ class TolistSync(Rule):
     """
 
     code = "SG102"
+    sweep_ops = ("extra:Tensor.tolist",)
     name = "tolist-sync"
     message = "`.tolist()` copies a device tensor to the host and waits for the GPU"
     tokens = (".tolist(",)

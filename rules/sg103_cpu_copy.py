@@ -34,6 +34,7 @@ class CpuCopySync(Rule):
     """
 
     code = "SG103"
+    sweep_ops = ("extra:Tensor.cpu", "extra:Tensor.numpy", "extra:Tensor.to")
     name = "cpu-copy-sync"
     message = "a blocking device-to-host copy waits for all queued GPU work"
     tokens = ("cpu", "numpy")

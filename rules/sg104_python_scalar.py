@@ -36,6 +36,7 @@ class PythonScalarSync(Rule):
     """
 
     code = "SG104"
+    sweep_ops = ("extra:python_scalar",)
     name = "python-scalar-sync"
     message = "converting a device tensor to a Python value copies it to the host and waits"
     tokens = ("int(", "float(", "bool(", "complex(", "index(", "range(", "[", "max(", "min(",

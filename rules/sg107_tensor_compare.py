@@ -34,6 +34,7 @@ class TensorCompareSync(Rule):
     """
 
     code = "SG107"
+    sweep_ops = ("allclose", "equal")
     name = "tensor-compare-sync"
     message = "a whole-tensor comparison returns a Python bool: the host waits for the GPU"
     tokens = ("equal(", "allclose(", "is_nonzero(")

@@ -59,6 +59,7 @@ class DeviceSizeSync(Rule):
     """
 
     code = "SG108"
+    sweep_ops = ("linspace.tensor_overload", "logspace.tensor_overload")
     name = "device-size-sync"
     message = "a device tensor used as a size or scalar argument is read back and waits"
     tokens = ("zeros", "ones", "empty", "rand", "full", "arange", "linspace", "logspace", "eye",

@@ -27,10 +27,14 @@ class DistributionValidationSync(Rule):
     """
 
     code = "SG111"
+    sweep_ops = ("extra:distributions.Categorical",)
     name = "distribution-validation-sync"
     message = "building a distribution validates its arguments on the host: it waits for the GPU"
     tokens = ("distributions",)
-    cost = "blocks until all queued GPU work drains (H200, about 20 ms queued)"
+    cost = (
+        "blocks until all queued GPU work drains: 29.96 ms with 30 ms queued; 0.02 ms with "
+        "validate_args=False (operator sweep, H200)"
+    )
 
     VALID = [
         Valid(

@@ -5,13 +5,14 @@ from __future__ import annotations
 import ast
 
 from syncguard.rule import Context, Invalid, Rule, Valid
+from syncguard.rules._ops import torch_op
 
 _FUNCTIONS = {"torch.nonzero": "nonzero", "torch.argwhere": "argwhere", "torch.where": "where"}
 
 
 class NonzeroSync(Rule):
     """Flags ``x.nonzero()``, ``torch.nonzero``, ``torch.argwhere`` and one-argument
-    ``torch.where(cond)`` on device data.
+    ``torch.where(cond)`` on device data (also spelled ``torch.ops.aten.nonzero``).
 
     Why it syncs: the number of output rows is the number of true elements,
     which only the GPU knows; the host must wait for the count before it can
@@ -27,6 +28,7 @@ class NonzeroSync(Rule):
     name = "nonzero-sync"
     message = "data-dependent output shape: the host waits for the GPU to count the result"
     tokens = ("nonzero", "argwhere", "where(")
+    sweep_ops = ("nonzero", "argwhere", "extra:aten.nonzero")
     cost = "blocks until all queued GPU work drains: 30.23 ms with 30 ms queued (H200)"
 
     VALID = [
@@ -78,7 +80,7 @@ class Router(nn.Module):
             if qualified is None:  # a method: x.nonzero()
                 self._report(node, func.value, "nonzero", ctx)
                 return
-        op = _FUNCTIONS.get(ctx.qualified_name(func) or "")
+        op = _FUNCTIONS.get(torch_op(func, ctx) or "")
         if op is None or not node.args:
             return
         if op == "where" and (len(node.args) > 1 or node.keywords):

@@ -21,6 +21,7 @@ class MaskedSelectSync(Rule):
     """
 
     code = "SG203"
+    sweep_ops = ("masked_select", "extra:aten.masked_select")
     name = "masked-select-sync"
     message = "`masked_select` has a data-dependent size: the host waits for the GPU to count it"
     tokens = ("masked_select",)

@@ -23,6 +23,7 @@ class UniqueSync(Rule):
     """
 
     code = "SG204"
+    sweep_ops = ("unique", "unique_consecutive", "extra:unique", "extra:unique_consecutive")
     name = "unique-sync"
     message = "data-dependent output size: the host waits for the GPU to count distinct values"
     tokens = ("unique",)

@@ -29,6 +29,7 @@ class RepeatInterleaveSync(Rule):
     """
 
     code = "SG205"
+    sweep_ops = ("repeat_interleave", "extra:aten.repeat_interleave.Tensor")
     name = "repeat-interleave-sync"
     message = "`repeat_interleave` with tensor repeats reads their sum on the host"
     tokens = ("repeat_interleave",)

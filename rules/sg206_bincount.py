@@ -22,6 +22,7 @@ class BincountSync(Rule):
     """
 
     code = "SG206"
+    sweep_ops = ("bincount",)
     name = "bincount-sync"
     message = "`bincount` reads the input's maximum on the host to size its output"
     tokens = ("bincount",)

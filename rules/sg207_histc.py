@@ -21,10 +21,14 @@ class HistcSync(Rule):
     """
 
     code = "SG207"
+    sweep_ops = ("histc",)
     name = "histc-sync"
     message = "`histc` with default bounds reads the data's min and max on the host"
     tokens = ("histc",)
-    cost = "blocks until all queued GPU work drains (H200, about 20 ms queued)"
+    cost = (
+        "blocks until all queued GPU work drains: 30.32 ms with 30 ms queued; 0.02 ms with "
+        "explicit bounds (operator sweep, H200)"
+    )
 
     VALID = [
         Valid(

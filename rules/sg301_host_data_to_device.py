@@ -30,6 +30,7 @@ class HostDataToDevice(Rule):
     """
 
     code = "SG301"
+    sweep_ops = ("extra:tensor", "extra:as_tensor", "extra:Tensor.new_tensor", "extra:from_numpy")
     name = "host-data-to-device"
     message = "a device tensor built from host data is copied with a blocking host-to-device copy"
     tokens = ("tensor(", "asarray(")

@@ -26,6 +26,7 @@ class BlockingHostToDeviceCopy(Rule):
     """
 
     code = "SG302"
+    sweep_ops = ("extra:Tensor.copy_",)
     name = "blocking-host-to-device-copy"
     message = "a blocking host-to-device copy waits for all queued GPU work"
     tokens = (".to(", ".cuda(", ".copy_(")

@@ -26,6 +26,7 @@ class DeviceSynchronize(Rule):
     """
 
     code = "SG401"
+    sweep_ops = ("extra:synchronize",)
     name = "device-synchronize"
     message = "`synchronize()` blocks the host until all GPU work has finished"
     tokens = ("synchronize",)

@@ -41,12 +41,9 @@ from syncguard.naming import (
     as_named,
     says_cpu,
 )
+from syncguard.receivers import annotation_type, union
 from syncguard.rule import Rule
 from syncguard.scope import Scope
-from syncguard.torch_api import (
-    BUILTIN_NAMES,
-    EXTERNAL_ROOTS,
-)
 from syncguard.values import (
     DEVICE,
     FORWARDED,
@@ -66,7 +63,47 @@ _MARKER = re.compile(r"#\s*syncguard:\s*(hot|cold)\b")
 _MODULE_WORDS = frozenset({"layer", "module", "model"})
 _MODULE_ANNOTATION = re.compile(r"Module|Layer")
 
+# Words in the name of what is stepped (``optimizer.step()``, ``self.scaler.step(opt)``)
+# and of what is called as a model (``model(batch)``, ``self.policy(obs)``).
+_STEPPER_WORDS = frozenset({"optimizer", "optimizers", "optim", "opt", "scaler"})
+_MODEL_WORDS = frozenset(
+    {"model", "models", "module", "net", "network", "policy", "transformer", "encoder", "decoder"}
+)
 _VISIT_METHODS: dict[type, tuple[tuple[type, str], ...]] = {}
+
+
+def _method_names(statements: list[ast.stmt]) -> set[str]:
+    """Names of the methods of the classes among ``statements`` (nested classes too)."""
+    found: set[str] = set()
+    classes = [s for s in statements if isinstance(s, ast.ClassDef)]
+    while classes:
+        for member in classes.pop().body:
+            if isinstance(member, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                found.add(member.name)
+            elif isinstance(member, ast.ClassDef):
+                classes.append(member)
+    return found
+
+
+def _builds(callee: tuple) -> bool:
+    """True for a call that builds an object of a class (``Cls(...)``): in code that runs
+    once, it still tells what is built where."""
+    last = callee[-1]
+    return isinstance(last, str) and last.rpartition(".")[2][:1].isupper()
+
+
+def _last_name(node: ast.expr) -> str:
+    """``model`` for ``self.model`` or ``model``, ``model_parts`` for
+    ``self.model_parts[0]``; "" for anything else."""
+    while isinstance(node, ast.Subscript):
+        node = node.value
+    if isinstance(node, ast.Name):
+        return node.id
+    return node.attr if isinstance(node, ast.Attribute) else ""
+
+
+def _words(name: str) -> set[str]:
+    return set(name.lower().split("_"))
 
 
 def _visit_methods(rule_class: type) -> tuple[tuple[type, str], ...]:
@@ -102,9 +139,19 @@ class FileAnalyzer(Walker):
             for node in tree.body
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
         }
+        self.module_names = {
+            target.id
+            for node in tree.body
+            if isinstance(node, (ast.Assign, ast.AnnAssign))
+            for target in (node.targets if isinstance(node, ast.Assign) else [node.target])
+            if isinstance(target, ast.Name)
+        }
+        self.method_names = _method_names(tree.body)
         self.visitors = self._visitors(rules, source)
         self.host_fields, self.host_records = declared_host_fields(tree, self.lines)
         self.class_attributes: dict[str, dict[str, Value]] = {}
+        self.attribute_values: dict[str, dict[str, tuple]] = {}
+        self.registrars: dict[str, str] = {}
         # Functions (analysed so far, by qualified name) whose every return is device data.
         self.device_results: dict[str, Value] = {}
         self.scope = self._new_scope(
@@ -129,7 +176,14 @@ class FileAnalyzer(Walker):
         self.functions[MODULE_SCOPE] = self.scope.facts
         self._body(self.tree.body)
         return FileFacts(
-            self.module, self.imports, self.functions, self.classes, self.compiled, self.records
+            self.module,
+            self.imports,
+            self.functions,
+            self.classes,
+            self.compiled,
+            self.records,
+            dict(self.module_scope.types),
+            self.registrars,
         )
 
     # ------------------------------------------------------------------ Context
@@ -207,16 +261,19 @@ class FileAnalyzer(Walker):
     def _call(self, node: ast.Call) -> None:
         func = node.func
         if self.qualified_name(func) == "torch.compile" and node.args:
-            reference = self._callee(node.args[0])
+            reference = self.callee_of(node.args[0])
             if reference is not None:
                 self.compiled.append((self.scope.facts.qualname, reference))
-        callee = self._callee(func)
+        callee = self.callee_of(func)
+        if callee is not None:
+            self._note_loop_kinds(node, callee)
         if callee is None or (
             # Code that runs once matters only for what it builds (a ``Cls(...)``).
-            self.scope.lazy_depth and not callee[-1].rpartition(".")[2][:1].isupper()
+            self.scope.lazy_depth and not _builds(callee)
         ):
             return
-        self.scope.facts.calls.append(
+        calls = self.scope.facts.calls
+        calls.append(
             CallSite(
                 callee=callee,
                 span=self.span(node),
@@ -245,6 +302,40 @@ class FileAnalyzer(Walker):
                 once=self.scope.lazy_depth > 0,
             )
         )
+        if self.scope.lazy_depth:
+            return
+        for reference in self.reference_arguments(node):  # callbacks: called by the callee
+            calls.append(
+                CallSite(
+                    reference, self.span(node), self.statement, (), (), self.in_loop,
+                    self.scope.requires, spread=True, indirect=True,
+                )
+            )  # fmt: skip
+
+    def _note_loop_kinds(self, node: ast.Call, callee: tuple) -> None:
+        """Mark the loops around ``node`` (and the function) by what the call does: a
+        backward pass or an optimizer step, or a call of a model."""
+        func = node.func
+        kind = None
+        if (
+            isinstance(func, ast.Attribute)
+            and (
+                func.attr == "backward"
+                or (func.attr == "step" and _STEPPER_WORDS & _words(_last_name(func.value)))
+            )
+        ) or self.qualified_name(func) == "torch.autograd.backward":
+            kind = "steps"
+        elif callee == ("self", "__call__") or (
+            isinstance(func, (ast.Name, ast.Attribute, ast.Subscript))
+            and _MODEL_WORDS & _words(_last_name(func))
+        ):
+            kind = "model"
+        if kind is None:
+            return
+        if kind == "steps":
+            self.scope.facts.steps = True
+        for loop in self.scope.open_loops:
+            loop[2].add(kind)
 
     def _own_kwargs(self, node: ast.expr) -> bool:
         """True for this function's ``**kwargs`` parameter, unchanged."""
@@ -272,34 +363,6 @@ class FileAnalyzer(Walker):
         ):
             return Value(value.place, frozenset((node.id,)), value.tags | {FORWARDED})
         return value
-
-    def _callee(self, func: ast.expr) -> tuple[str, ...] | None:
-        """An unresolved reference to the function ``func`` names, if it may be ours."""
-        qualified = self.qualified_name(func)
-        if qualified is not None:
-            if qualified.partition(".")[0] in EXTERNAL_ROOTS:
-                return None
-            return ("dotted", qualified)
-        if isinstance(func, ast.Name):
-            name = func.id
-            if name in BUILTIN_NAMES and name not in self.module_defs:
-                return None
-            if name in self.scope.env and name not in self.module_defs:
-                return None  # a local variable holding a callable
-            return ("name", name)
-        if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name):
-            if func.value.id == self.scope.self_name:
-                return ("self", func.attr)
-            if func.value.id in self.module_defs:
-                return ("name", f"{func.value.id}.{func.attr}")  # Class.static_or_classmethod
-        if (
-            isinstance(func, ast.Attribute)
-            and isinstance(func.value, ast.Attribute)
-            and isinstance(func.value.value, ast.Name)
-            and func.value.value.id == self.scope.self_name
-        ):
-            return ("attr", func.value.attr, func.attr)
-        return None
 
     def _import(self, node: ast.Import | ast.ImportFrom) -> None:
         table = self.imports if self.scope.facts.qualname == MODULE_SCOPE else self.scope.imports
@@ -370,6 +433,11 @@ class FileAnalyzer(Walker):
                 env[name] = as_named(name, param(name))
         module_params = set()
         typed_params: dict[str, str] = {}
+        # Closures see the enclosing function's kinds of locals; parameters are their own.
+        types: dict[str, tuple] = {}
+        if not in_class and outer is not self.module_scope:
+            own = {argument.arg for argument in all_arguments}
+            types = {k: v for k, v in outer.types.items() if k not in own}
         for argument in all_arguments:  # annotations say what a parameter is
             annotation = ast.unparse(argument.annotation) if argument.annotation else ""
             if _MODULE_ANNOTATION.search(annotation) or _MODULE_WORDS & set(
@@ -380,6 +448,9 @@ class FileAnalyzer(Walker):
             annotated = class_annotation(annotation)
             if annotated in self.host_fields or annotated in self.imports:
                 typed_params[argument.arg] = annotated
+            declared = annotation_type(argument.annotation)
+            if declared is not None and argument.arg != self_name:
+                types[argument.arg] = declared
             if TENSOR_ANNOTATION.match(annotation.strip("'\"")) and not known.on_host:
                 env[argument.arg] = known.with_tags(TENSOR)
             elif SEQUENCE_ANNOTATION.match(annotation):
@@ -412,6 +483,7 @@ class FileAnalyzer(Walker):
         self.scope.module_params = frozenset(module_params)
         self.scope.kwargs_name = arguments.kwarg.arg if arguments.kwarg else None
         self.scope.typed_params = typed_params
+        self.scope.types = types
         self.scope.maybe_none |= set(facts.params)  # a caller may pass None for any of them
         self.scope.host_code = (
             outer.host_code
@@ -424,6 +496,8 @@ class FileAnalyzer(Walker):
                 self._remember_attributes(class_name, self_name)
             if not in_class:  # a module function or one nested in a function
                 self._remember_result(qualname, self.scope.returns)
+            facts.returns = union(annotation_type(node.returns), *self.scope.return_types) or ()
+            facts.loops = tuple(self.scope.loops)
         finally:
             self.scope = outer
 
@@ -459,6 +533,12 @@ class FileAnalyzer(Walker):
         qualname = node.name if parent == MODULE_SCOPE else f"{parent}.{node.name}"
         bases = tuple(self.qualified_name(base) or ast.unparse(base) for base in node.bases)
         attribute_types: dict[str, str] = {}
+        attribute_values = self.attribute_values.setdefault(qualname, {})
+        for statement in node.body:  # ``procs: list[Processor]`` declared in the class body
+            if isinstance(statement, ast.AnnAssign) and isinstance(statement.target, ast.Name):
+                declared = annotation_type(statement.annotation)
+                if declared is not None:
+                    attribute_values[statement.target.id] = declared
         self.classes[qualname] = ClassFacts(
             qualname,
             node.lineno,
@@ -466,6 +546,8 @@ class FileAnalyzer(Walker):
             attribute_types,
             init_parameters(node),
             self.host_fields.get(qualname, frozenset()),
+            attribute_values,
+            tuple(self._decorator_name(d) for d in node.decorator_list),
         )
         facts = FunctionFacts(qualname, node.lineno, None, (), "class", (), None)
         self.scope = Scope(facts, {}, {}, None, {})

@@ -9,6 +9,7 @@ host data.
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
@@ -20,6 +21,10 @@ ClassId = tuple[str, str]
 
 _NN_MODULE = frozenset({"torch.nn.Module", "torch.nn.modules.module.Module", "nn.Module"})
 _AUTOGRAD_FUNCTION = frozenset({"torch.autograd.Function", "torch.autograd.function.Function"})
+# A call of a method on an object of unknown class (``model.prepare_inputs(...)``, the
+# object a parameter) reaches the methods of that name when at most this many class
+# hierarchies of the tree define one; more, and the name says too little to pick.
+BY_NAME_LIMIT = 2
 _PLAIN_BASES = frozenset(
     {"object", "ABC", "abc.ABC", "Generic", "typing.Generic", "Protocol", "typing.Protocol",
      "NamedTuple", "typing.NamedTuple", "TypedDict", "typing.TypedDict", "Enum", "enum.Enum",
@@ -39,7 +44,7 @@ class SourceFile:
     path: str
     root: str
     facts: FileFacts
-    targets: Mapping[str, Sequence[FunctionId]] | None = None
+    targets: Mapping[str, Sequence[tuple[FunctionId, ...]]] | None = None
     # Likewise known from such a run with the same settings: the functions that
     # Hotness.declared_root_reason finds a reason for, with the reason.
     roots: Mapping[str, str] | None = None
@@ -56,6 +61,11 @@ class Bindings:
         self._dotted_memo: dict[tuple[str, str], tuple[str, str] | None] = {}
         self._bases_memo: dict[str, list[tuple[str, str]]] | None = None
         self._field_memo: dict[tuple[str, str], bool] = {}
+        self._ancestors_memo: dict[ClassId, frozenset[str]] = {}
+        self._children_memo: dict[ClassId, list[ClassId]] | None = None
+        self._subclasses_memo: dict[ClassId, list[ClassId]] = {}
+        self._by_name_memo: dict[str, list[FunctionId]] | None = None
+        self._values_memo: dict[tuple[str, str | None, tuple], frozenset[tuple]] = {}
         self.by_path = {file.path: file for file in files}
         self.modules: dict[str, list[SourceFile]] = {}
         for file in sorted(files, key=lambda f: f.path):
@@ -205,6 +215,19 @@ class Bindings:
                 return type_name
         return None
 
+    def ancestors(self, cid: ClassId) -> frozenset[str]:
+        """The qualified names of ``cid``, of its bases in the tree and of the bases outside
+        it (as imported: ``transformers.Trainer``)."""
+        found = self._ancestors_memo.get(cid)
+        if found is None:
+            order, external = self.mro(cid)
+            found = frozenset((*(self.qualified_class(member) for member in order), *external))
+            self._ancestors_memo[cid] = found
+        return found
+
+    def qualified_class(self, cid: ClassId) -> str:
+        return f"{self.by_path[cid[0]].facts.module}.{cid[1]}"
+
     def class_kind(self, cid: ClassId) -> str | None:
         """``module`` for nn.Module subclasses, ``unknown`` when a base cannot be resolved
         (it may be a module), ``autograd`` for Functions, None for plain classes."""
@@ -228,3 +251,175 @@ class Bindings:
                         self._bases_memo.setdefault(name, []).append((file.path, base))
         written = self._bases_memo.get(cid[1].rpartition(".")[2], ())
         return any(self.resolve_class(path, base) == cid for path, base in written)
+
+    # ------------------------------------------------------- class hierarchy below
+
+    def _children(self) -> dict[ClassId, list[ClassId]]:
+        """Class -> the classes of the tree that name it as a direct base."""
+        if self._children_memo is None:
+            self._children_memo = {}
+            for file in sorted(self.files, key=lambda f: f.path):
+                for qualname, facts in file.facts.classes.items():
+                    for base in facts.bases:
+                        parent = self.resolve_class(file.path, base)
+                        if parent is not None and parent != (file.path, qualname):
+                            self._children_memo.setdefault(parent, []).append((file.path, qualname))
+        return self._children_memo
+
+    def subclasses(self, cid: ClassId) -> list[ClassId]:
+        """Every class of the tree that derives from ``cid``, nearest first."""
+        found = self._subclasses_memo.get(cid)
+        if found is None:
+            found, seen, queue = [], {cid}, deque([cid])
+            children = self._children()
+            while queue:
+                for child in children.get(queue.popleft(), ()):
+                    if child not in seen:
+                        seen.add(child)
+                        found.append(child)
+                        queue.append(child)
+            self._subclasses_memo[cid] = found
+        return found
+
+    def dispatch(self, cid: ClassId, name: str, exact: bool) -> list[FunctionId]:
+        """The methods a call of ``name`` on an object of class ``cid`` may run: the one
+        it has (its own or inherited), and, unless the class is known exactly, every
+        override in the classes below it."""
+        found: list[FunctionId] = []
+        own = self.method(cid, name)
+        if own is not None:
+            found.append(own)
+        if not exact:
+            for child in self.subclasses(cid):
+                candidate = (child[0], f"{child[1]}.{name}")
+                if candidate in self.functions and candidate not in found:
+                    found.append(candidate)
+        return found
+
+    def call_methods(self, cid: ClassId, exact: bool) -> list[FunctionId]:
+        """What calling an object of class ``cid`` runs: ``__call__``, or ``forward`` for a
+        module (``nn.Module.__call__`` runs it)."""
+        found = self.dispatch(cid, "__call__", exact)
+        if not found and self.class_kind(cid) in ("module", "unknown"):
+            found = self.dispatch(cid, "forward", exact)
+        return found
+
+    def by_name(self, name: str) -> list[FunctionId]:
+        """The methods named ``name`` when few class hierarchies of the tree define one
+        (at most :data:`BY_NAME_LIMIT`): what a call of ``name`` on an object of unknown
+        class may run. Methods that override one of another class of the tree count
+        with it."""
+        if self._by_name_memo is None:
+            self._by_name_memo = {}
+            for fid, function in self.functions.items():
+                if function.class_name is not None and function.kind == "method":
+                    method = function.qualname.rpartition(".")[2]
+                    self._by_name_memo.setdefault(method, []).append(fid)
+        found = self._by_name_memo.get(name, [])
+        if not found or name.startswith("__"):
+            return []
+        families = 0
+        for fid in found:
+            cid = (fid[0], self.functions[fid].class_name or "")
+            inherited = any(self.method(base, name) for base in self.mro(cid)[0][1:])
+            families += not inherited
+            if families > BY_NAME_LIMIT:
+                return []
+        return found
+
+    # ------------------------------------------------------ values of type expressions
+
+    def values(self, path: str, context: str | None, expr: tuple) -> frozenset[tuple]:
+        """What the type expression ``expr`` (see :mod:`syncguard.receivers`), written in
+        the file at ``path`` inside class or function ``context``, may hold: tokens
+        ``("instance", class, exact)``, ``("function", fid)``, ``("class", class)`` and
+        ``("box", tokens)`` for containers. Cycles of expressions resolve to nothing."""
+        key = (path, context, expr)
+        found = self._values_memo.get(key)
+        if found is None:
+            self._values_memo[key] = frozenset()  # while resolving: a cycle adds nothing
+            found = self._values_memo[key] = self._compute_values(path, context, expr)
+        return found
+
+    def _compute_values(self, path: str, context: str | None, expr: tuple) -> frozenset[tuple]:
+        kind = expr[0]
+        if kind == "union":
+            return frozenset().union(*(self.values(path, context, part) for part in expr[1:]))
+        if kind in ("exact", "sub"):
+            cid = self.resolve_class(path, expr[1])
+            return frozenset({("instance", cid, kind == "exact")}) if cid else frozenset()
+        if kind == "box":
+            inner = self.values(path, context, expr[1])
+            return frozenset({("box", inner)}) if inner else frozenset()
+        if kind == "items":
+            return frozenset().union(
+                *(token[1] for token in self.values(path, context, expr[1]) if token[0] == "box")
+            )
+        if kind == "global":
+            held = self.by_path[path].facts.globals.get(expr[1])
+            return self.values(path, None, held) if held is not None else frozenset()
+        if kind == "attr":
+            return self._attribute_values(path, context, expr[1])
+        if kind == "func":
+            return self._defined(path, context, expr[1])
+        if kind == "result":
+            found: set[tuple] = set()
+            for token in self._defined(path, context, expr[1]):
+                if token[0] == "class":
+                    found.add(("instance", token[1], True))
+                elif token[0] == "function":
+                    fid = token[1]
+                    returns = self.functions[fid].returns
+                    if returns:
+                        found |= self.values(fid[0], fid[1], returns)
+            return frozenset(found)
+        return frozenset()
+
+    def _defined(self, path: str, context: str | None, callee: tuple) -> frozenset[tuple]:
+        """The function or class ``callee`` (``("name", f)``, ``("dotted", d)``, ``("self",
+        m)``) names, as tokens."""
+        found: tuple[str, str] | None = None
+        if callee[0] == "name":
+            found = self.resolve_name((path, context or MODULE_SCOPE), callee[1])
+        elif callee[0] == "dotted":
+            found = self.resolve_dotted(callee[1], self.by_path[path].root)
+        elif callee[0] == "self":
+            owner = self._class_of(path, context)
+            if owner is not None:
+                found = self.method(owner, callee[1])
+        if found is None:
+            return frozenset()
+        if found[1] in self.by_path[found[0]].facts.classes:
+            return frozenset({("class", found)})
+        return frozenset({("function", found)}) if found in self.functions else frozenset()
+
+    def _class_of(self, path: str, context: str | None) -> ClassId | None:
+        """The class ``context`` is, or whose method it is."""
+        if context is None:
+            return None
+        facts = self.by_path[path].facts
+        if context in facts.classes:
+            return (path, context)
+        function = facts.functions.get(context)
+        if function is not None and function.class_name is not None:
+            return (path, function.class_name)
+        return None
+
+    def _attribute_values(self, path: str, context: str | None, attribute: str) -> frozenset[tuple]:
+        """What ``self.<attribute>`` holds for the class of ``context``: what it, its bases
+        and the classes below it give the attribute."""
+        owner = self._class_of(path, context)
+        if owner is None:
+            return frozenset()
+        found: set[tuple] = set()
+        for cid in (*self.mro(owner)[0], *self.subclasses(owner)):
+            facts = self.class_facts(cid)
+            held = facts.attribute_values.get(attribute)
+            if held is not None:
+                found |= self.values(cid[0], cid[1], held)
+            written = facts.attribute_types.get(attribute)
+            if written is not None:
+                target = self.resolve_class(cid[0], written)
+                if target is not None:
+                    found.add(("instance", target, True))
+        return frozenset(found)

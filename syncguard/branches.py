@@ -54,6 +54,11 @@ class Branches:
         self.roots = roots
         self.maybe_hot = maybe_hot
         self._excluded_memo: dict[tuple[FunctionId, tuple[Requirement, ...]], bool] = {}
+        # By (id of the call, callee, requirements): calls live as long as the graph.
+        self._excludes_memo: dict[tuple[int, FunctionId, tuple[Requirement, ...]], bool] = {}
+        self._forwarded_memo: dict[
+            tuple[int, FunctionId, tuple[Requirement, ...]], tuple[Requirement, ...]
+        ] = {}
 
     def argument_state(self, call: CallSite, target: FunctionId, name: str) -> str | None:
         """What ``call`` passes for parameter ``name`` of ``target``: ``"none"``,
@@ -81,9 +86,16 @@ class Branches:
     ) -> bool:
         """True when ``call`` passes ``target`` arguments that contradict ``requires``:
         ``None`` where the code needs ``p is not None``, a default ``False`` for ``if p:``."""
-        return any(
-            contradicts(state, self.argument_state(call, target, name)) for name, state in requires
-        )
+        if not requires:
+            return False
+        key = (id(call), target, requires)
+        found = self._excludes_memo.get(key)
+        if found is None:
+            found = self._excludes_memo[key] = any(
+                contradicts(state, self.argument_state(call, target, name))
+                for name, state in requires
+            )
+        return found
 
     def forwarded(
         self, call: CallSite, target: FunctionId, requires: tuple[Requirement, ...]
@@ -92,6 +104,12 @@ class Branches:
         ``f(x, check=check)`` with ``f`` needing ``check`` true needs the caller's too;
         through ``f(x, **kwargs)`` it needs the caller's callers to give ``check=``
         (written ``("**check=false", "true")``: the keyword, then ``f``'s default)."""
+        if not requires:
+            return ()
+        key = (id(call), target, requires)
+        known = self._forwarded_memo.get(key)
+        if known is not None:
+            return known
         found: list[Requirement] = []
         through_kwargs = call.forwards_kwargs and not call.spread
         for name, state in requires:
@@ -108,41 +126,84 @@ class Branches:
                 found.append((f"**{name}={default}", state))
             elif argument is not None and FORWARDED in argument.tags:
                 found.extend((outer, state) for outer in argument.params)
-        return tuple(found)
+        result = self._forwarded_memo[key] = tuple(found)
+        return result
 
     def never_taken(self, fid: FunctionId, requires: tuple[Requirement, ...]) -> bool:
         """True when every caller that may run per step (any caller in the tree for a hot
         root; recursion aside; at least one) contradicts ``requires``: code under ``if
         metadata is None:`` when all pass one (or pass on their own parameter, which their
-        callers never leave None)."""
+        callers never leave None).
+
+        A depth-first search over the callers with an explicit stack (call chains may be
+        thousands of functions deep); a function being decided counts as taken (a cycle
+        proves nothing)."""
+        found = self._settled(fid, requires)
+        if found is not None:
+            return found
+        # Frames: (function and requirements, its callers, the next caller to look at).
+        stack = [self._open(fid, requires)]
+        answer: bool | None = None  # what the frame just closed decided, for its parent
+        while stack:
+            frame = stack[-1]
+            (target, needed), callers, index = frame
+            if answer is not None:  # the caller at ``index`` was decided
+                index = index + 1 if answer else len(callers) + 1
+                answer = None
+            while index < len(callers):
+                caller, call = callers[index]
+                if self.call_excludes(call, target, needed):
+                    index += 1
+                    continue
+                outer = self.forwarded(call, target, needed)
+                decided = self._settled(caller, outer)
+                if decided is None:
+                    break
+                index = index + 1 if decided else len(callers) + 1
+            if index < len(callers):  # decide that caller first
+                frame[2] = index
+                caller, call = callers[index]
+                stack.append(self._open(caller, self.forwarded(call, target, needed)))
+                continue
+            answer = bool(callers) and index == len(callers)
+            self._excluded_memo[frame[0]] = answer
+            stack.pop()
+        assert answer is not None
+        return answer
+
+    def _settled(self, fid: FunctionId, requires: tuple[Requirement, ...]) -> bool | None:
+        """What :meth:`never_taken` knows of ``fid`` under ``requires`` without looking at
+        its callers; None when they must be looked at."""
         if not requires:
             return False
         key = (fid, requires)
         found = self._excluded_memo.get(key)
-        if found is None and any(
+        if found is not None:
+            return found
+        if any(
             self._flag_never_set(fid, name[5:], state)
             for name, state in requires
             if name.startswith("self.")
         ):
-            found = self._excluded_memo[key] = True
-        if found is None and all(name.startswith("self.") for name, _ in requires):
-            found = self._excluded_memo[key] = False  # callers cannot set a flag of self
-        if found is None:
-            self._excluded_memo[key] = False  # while deciding: a cycle proves nothing
-            # A root (a forward) is also called from outside: every caller in the tree tells.
-            callers = [
-                (caller, call)
-                for caller, call in self.graph.callers.get(fid, ())
-                if caller != fid
-                and (caller in self.maybe_hot or (fid in self.roots and not self.is_cold(caller)))
-            ]
-            found = bool(callers) and all(
-                self.call_excludes(call, fid, requires)
-                or self.never_taken(caller, self.forwarded(call, fid, requires))
-                for caller, call in callers
-            )
-            self._excluded_memo[key] = found
-        return found
+            self._excluded_memo[key] = True
+            return True
+        if all(name.startswith("self.") for name, _ in requires):
+            self._excluded_memo[key] = False  # callers cannot set a flag of self
+            return False
+        return None
+
+    def _open(self, fid: FunctionId, requires: tuple[Requirement, ...]) -> list:
+        """A frame of :meth:`never_taken` for ``fid``: undecided until its callers are."""
+        key = (fid, requires)
+        self._excluded_memo[key] = False  # while deciding: a cycle proves nothing
+        # A root (a forward) is also called from outside: every caller in the tree tells.
+        callers = [
+            (caller, call)
+            for caller, call in self.graph.callers.get(fid, ())
+            if caller != fid
+            and (caller in self.maybe_hot or (fid in self.roots and not self.is_cold(caller)))
+        ]
+        return [key, callers, 0]
 
     def _flag_never_set(self, fid: FunctionId, attribute: str, state: str) -> bool:
         """True when ``self.<attribute>`` of ``fid``'s class comes from an ``__init__``

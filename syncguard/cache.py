@@ -54,13 +54,14 @@ from syncguard.facts import (
     FileFacts,
     Fix,
     FunctionFacts,
+    Loop,
     Site,
     Span,
 )
 from syncguard.values import Place, Value
 
 CACHE_FOLDER = ".syncguard_cache"
-FORMAT = 4
+FORMAT = 5
 _MAGIC = b"syncguard-cache\n"
 _CHECKSUM_SIZE = 16
 _CACHEDIR_TAG = (
@@ -81,7 +82,7 @@ _RACY_NS = 2_000_000_000
 Payload = bytes
 # Where the calls of one file resolve: for each function with calls that do, its
 # qualname, the positions of those calls in the encoded facts and their callees.
-ResolvedCalls = tuple[tuple[str, tuple[int, ...], tuple[tuple[str, str], ...]], ...]
+ResolvedCalls = tuple[tuple[str, tuple[int, ...], tuple[tuple[tuple[str, str], ...], ...]], ...]
 # What the project phase worked out for one file that holds while no interface and
 # no setting changes: its content key, where its calls resolve, and the functions
 # that are hot roots by their class or by the configured globs (qualname -> reason).
@@ -91,7 +92,7 @@ KnownFile = tuple[bytes, ResolvedCalls, dict[str, str]]
 Stamp = tuple[int, int, int, int, str, bool]
 # Decides from a call's callee whether to keep the call (the engine drops calls
 # that cannot resolve in the linted tree).
-CallFilter = Callable[[tuple[str, ...]], bool]
+CallFilter = Callable[[tuple], bool]
 
 
 # ---------------------------------------------------------------- fingerprint
@@ -139,18 +140,23 @@ def content_key(data: bytes, module: str, is_package: bool) -> bytes:
 # The fields the codec below knows; if facts.py gains a field, the codec falls
 # back to pickle (correct but slower) until it is taught the new field.
 _KNOWN_FIELDS: dict[type, tuple[str, ...]] = {
-    FileFacts: ("module", "imports", "functions", "classes", "compiled", "records"),
+    FileFacts: (
+        "module", "imports", "functions", "classes", "compiled", "records", "globals",
+        "registrars",
+    ),
     FunctionFacts: (
         "qualname", "line", "class_name", "params", "kind", "decorators", "marker", "sites",
-        "calls", "literal_defaults",
+        "calls", "literal_defaults", "returns", "loops", "steps",
     ),
     ClassFacts: (
         "qualname", "line", "bases", "attribute_types", "init_parameters", "host_fields",
+        "attribute_values", "decorators",
     ),
     CallSite: (
         "callee", "span", "statement", "args", "kwargs", "in_loop", "requires", "spread",
-        "forwards_kwargs", "once",
+        "forwards_kwargs", "once", "indirect",
     ),
+    Loop: ("line", "end_line", "flags"),
     Site: (
         "code", "span", "statement", "message", "suggestion", "value", "in_loop", "fix",
         "requires",
@@ -190,20 +196,29 @@ def encode_facts(outcome: FileFacts | FileError) -> Payload:
 
 def interface_digest(outcome: FileFacts | FileError) -> bytes:
     """A hash of what resolving calls reads of a file besides its own calls (see
-    ``Project._resolve_call``): its module, imports, the names of its functions, its
-    classes with their bases and attribute types. The order of functions and their
-    lines are left out: moving code inside a file changes no other file's calls."""
+    :meth:`CallGraph.resolve_call <syncguard.callgraph.CallGraph.resolve_call>`): its
+    module, imports, the names of its functions with what they return and how they are
+    decorated, its classes with their bases, attributes and decorators, what its
+    module-level names hold and the registries its functions fill. The order of
+    functions and their lines are left out: moving code inside a file changes no other
+    file's calls."""
     if isinstance(outcome, FileError):
         return bytes(DIGEST_SIZE)
     interface = (
         outcome.module,
         sorted(outcome.imports.items()),
-        sorted(outcome.functions),
         sorted(
-            (name, c.bases, sorted(c.attribute_types.items()))
+            (name, f.returns, f.decorators) if f.returns or f.decorators else (name,)
+            for name, f in outcome.functions.items()
+        ),
+        sorted(
+            (name, c.bases, sorted(c.attribute_types.items()), sorted(c.attribute_values.items()),
+             c.decorators)
             for name, c in outcome.classes.items()
         ),
-    )
+        sorted(outcome.globals.items()),
+        sorted(outcome.registrars.items()),
+    )  # fmt: skip
     return hashlib.blake2b(repr(interface).encode(), digest_size=DIGEST_SIZE).digest()
 
 
@@ -244,13 +259,17 @@ def _plain(outcome: FileFacts | FileError) -> tuple[Any, ...]:
             (call.callee, _span(call.span), call.statement,
              index(arguments, tuple(index(values, arg) for arg in call.args)),
              index(keywords, tuple((name, index(values, arg)) for name, arg in call.kwargs)),
-             call.in_loop, call.requires, call.spread, call.forwards_kwargs, call.once)
+             call.in_loop, call.requires, call.spread, call.forwards_kwargs, call.once,
+             call.indirect)
             for call in function.calls
         )  # fmt: skip
+        loops = tuple(
+            (loop.line, loop.end_line, tuple(sorted(loop.flags))) for loop in function.loops
+        )
         functions.append(
             (function.qualname, function.line, function.class_name, function.params,
              function.kind, function.decorators, function.marker, sites, calls,
-             function.literal_defaults)
+             function.literal_defaults, function.returns, loops, function.steps)
         )  # fmt: skip
     classes = tuple(
         (
@@ -260,6 +279,8 @@ def _plain(outcome: FileFacts | FileError) -> tuple[Any, ...]:
             c.attribute_types,
             c.init_parameters,
             tuple(sorted(c.host_fields)),
+            c.attribute_values,
+            c.decorators,
         )
         for c in outcome.classes.values()
     )
@@ -271,6 +292,7 @@ def _plain(outcome: FileFacts | FileError) -> tuple[Any, ...]:
     return (
         "facts", outcome.module, outcome.imports, tuple(functions), classes,
         tuple(outcome.compiled), table, tuple(arguments), tuple(keywords), records,
+        outcome.globals, outcome.registrars,
     )  # fmt: skip
 
 
@@ -313,14 +335,14 @@ def decode_facts(
     if kind != "facts":
         raise ValueError(f"unknown payload kind {kind!r}")
     (_, module, imports, encoded_functions, encoded_classes, compiled, table, argument_table,
-     keyword_table, records) = payload  # fmt: skip
+     keyword_table, records, globals_, registrars) = payload  # fmt: skip
     values = [_VALUES.get(entry) or _value(entry) for entry in table]
     arguments = [tuple([values[i] for i in entry]) for entry in argument_table]
     keywords = [tuple([(name, values[i]) for name, i in entry]) for entry in keyword_table]
     functions: dict[str, FunctionFacts] = {}
     for function in encoded_functions:
         (qualname, line, class_name, params, kind_, decorators, marker, sites, calls,
-         literal_defaults) = function  # fmt: skip
+         literal_defaults, returns, loops, steps) = function  # fmt: skip
         if only_calls is not None:
             wanted = only_calls.get(qualname)
             calls = [calls[index] for index in wanted] if wanted else ()
@@ -343,18 +365,25 @@ def decode_facts(
             ] if sites else [],
             [
                 CallSite(callee, Span(*span), statement, arguments[args], keywords[kwargs],
-                         in_loop, requires, spread, forwards, once)
+                         in_loop, requires, spread, forwards, once, indirect)
                 for callee, span, statement, args, kwargs, in_loop, requires, spread, forwards,
-                once in calls
+                once, indirect in calls
             ] if calls else [],
             literal_defaults,
+            returns,
+            tuple(
+                Loop(line_, end, frozenset(flags)) for line_, end, flags in loops
+            ) if loops else (),
+            steps,
         )  # fmt: skip
     classes = {
         qualname: ClassFacts(
-            qualname, line, bases, attribute_types, init_parameters, frozenset(host_fields)
+            qualname, line, bases, attribute_types, init_parameters, frozenset(host_fields),
+            attribute_values, class_decorators,
         )
-        for qualname, line, bases, attribute_types, init_parameters, host_fields in encoded_classes
-    }
+        for qualname, line, bases, attribute_types, init_parameters, host_fields,
+        attribute_values, class_decorators in encoded_classes
+    }  # fmt: skip
     return FileFacts(
         module,
         imports,
@@ -362,10 +391,12 @@ def decode_facts(
         classes,
         list(compiled),
         pickle.loads(records) if records is not None else {},
+        globals_,
+        registrars,
     )
 
 
-def _keep_every_call(callee: tuple[str, ...]) -> bool:
+def _keep_every_call(callee: tuple) -> bool:
     return True
 
 

@@ -20,14 +20,14 @@ Caller = tuple[FunctionId, CallSite]
 
 
 class CallGraph:
-    """Resolved calls: callee by (caller, call index), callers and constructions by callee."""
+    """Resolved calls: callees by (caller, call index), callers and constructions by callee."""
 
     def __init__(self, bindings: Bindings) -> None:
         self.bindings = bindings
         self.functions = bindings.functions
         # In (path, line) order, as a sort of every function by that key would give.
         self.ids: list[FunctionId] = []
-        self.targets: dict[tuple[FunctionId, int], FunctionId] = {}
+        self.targets: dict[tuple[FunctionId, int], tuple[FunctionId, ...]] = {}
         self.callers: dict[FunctionId, list[Caller]] = {}
         # ``Cls.__init__`` -> where a ``Cls`` is built (``Cls(...)``): function and call.
         self.constructions: dict[FunctionId, list[Caller]] = {}
@@ -42,63 +42,114 @@ class CallGraph:
                 calls = function.calls
                 if not calls:
                     continue
-                resolved: Sequence[FunctionId | None] | None = (
+                resolved: Sequence[tuple[FunctionId, ...]] | None = (
                     known.get(qualname, ()) if known is not None else None
                 )
                 if resolved is None or len(resolved) != len(calls):
                     resolved = [self.resolve_call(fid, call) for call in calls]
-                for index, (call, target) in enumerate(zip(calls, resolved, strict=True)):
-                    if target is None or target not in functions:
+                for index, (call, found) in enumerate(zip(calls, resolved, strict=True)):
+                    found = tuple(target for target in found if target in functions)
+                    if not found:
                         continue
-                    if constructs(call, target):
-                        # ``Cls(...)``: cold (``__init__``), so it tells only who builds what.
-                        targets[(fid, index)] = target
-                        constructions.setdefault(target, []).append((fid, call))
-                    elif not call.once:
-                        targets[(fid, index)] = target
-                        found = callers.get(target)
-                        if found is None:
-                            callers[target] = [(fid, call)]
-                        else:
-                            found.append((fid, call))
+                    targets[(fid, index)] = found
+                    for target in found:
+                        if constructs(call, target):
+                            # ``Cls(...)``: cold (``__init__``): it tells only who builds what.
+                            constructions.setdefault(target, []).append((fid, call))
+                        elif not call.once:
+                            callers.setdefault(target, []).append((fid, call))
 
-    def resolved_calls(self, path: str) -> dict[str, list[tuple[int, FunctionId]]]:
-        """For each function of the file at ``path``: (index among its calls, callee) of
+    def callees(self, fid: FunctionId, index: int) -> tuple[FunctionId, ...]:
+        """What call ``index`` of ``fid`` may reach (empty when nothing of the tree)."""
+        return self.targets.get((fid, index), ())
+
+    def resolved_calls(self, path: str) -> dict[str, list[tuple[int, tuple[FunctionId, ...]]]]:
+        """For each function of the file at ``path``: (index among its calls, callees) of
         each call that resolves in the tree."""
-        found: dict[str, list[tuple[int, FunctionId]]] = {}
+        found: dict[str, list[tuple[int, tuple[FunctionId, ...]]]] = {}
         for qualname, function in self.bindings.by_path[path].facts.functions.items():
             fid = (path, qualname)
             for index in range(len(function.calls)):
-                target = self.targets.get((fid, index))
-                if target is not None:
-                    found.setdefault(qualname, []).append((index, target))
+                targets = self.targets.get((fid, index))
+                if targets:
+                    found.setdefault(qualname, []).append((index, targets))
         return found
 
-    def resolve_call(self, fid: FunctionId, call: CallSite) -> FunctionId | None:
-        """The function of the tree that ``call`` in ``fid`` reaches, if known."""
+    def resolve_call(self, fid: FunctionId, call: CallSite) -> tuple[FunctionId, ...]:
+        """The functions of the tree that ``call`` in ``fid`` may reach."""
         bindings = self.bindings
-        kind = call.callee[0]
+        callee = call.callee
+        kind = callee[0]
         function = self.functions[fid]
         path = fid[0]
-        found: tuple[str, str] | None = None
-        if kind == "name":
-            found = bindings.resolve_name(fid, call.callee[1])
-        elif kind == "dotted":
-            found = bindings.resolve_dotted(call.callee[1], bindings.by_path[path].root)
-        elif kind in ("self", "attr") and function.class_name is not None:
-            owner: ClassId | None = (path, function.class_name)
-            method = call.callee[-1]
-            if kind == "attr" and owner is not None:
-                type_name = bindings.attribute_type(owner, call.callee[1])
-                owner = bindings.resolve_class(path, type_name) if type_name else None
-            found = bindings.method(owner, method) if owner is not None else None
-            if found is None and kind == "self":
-                found = self._submodule_call(path, function.class_name, method)
-        if found is not None and found[1] in bindings.by_path[found[0]].facts.classes:
+        if kind in ("name", "dotted"):
+            if kind == "name":
+                found = bindings.resolve_name(fid, callee[1])
+            else:
+                found = bindings.resolve_dotted(callee[1], bindings.by_path[path].root)
+            return self._known(found)
+        if kind == "method":
+            return tuple(bindings.by_name(callee[1]))
+        if kind == "on":
+            return self._on(bindings.values(path, fid[1], callee[1]), callee[2])
+        if kind == "value":
+            return self._called(bindings.values(path, fid[1], callee[1]))
+        class_name = function.class_name
+        if class_name is None or kind not in ("self", "attr"):
+            return ()
+        owner: ClassId = (path, class_name)
+        method = callee[-1]
+        if kind == "attr":
+            type_name = bindings.attribute_type(owner, callee[1])
+            typed = bindings.resolve_class(path, type_name) if type_name else None
+            found = bindings.method(typed, method) if typed is not None else None
+            held = bindings.values(path, fid[1], ("attr", callee[1]))
+            return _unique((*self._known(found), *self._on(held, method)))
+        targets = bindings.dispatch(owner, method, exact=False)  # overrides below count
+        if not targets and method == "__call__":
+            targets = bindings.call_methods(owner, exact=False)
+        if not targets:
+            found = self._submodule_call(path, class_name, method)
+            if found is not None:
+                return (found,)
+            # ``self.fwd(q, k)``: an attribute that holds a function or an object.
+            return self._called(bindings.values(path, fid[1], ("attr", method)))
+        return tuple(targets)
+
+    def _known(self, found: tuple[str, str] | None) -> tuple[FunctionId, ...]:
+        """``found`` as callees: a class is built (its own ``__init__``)."""
+        if found is not None and found[1] in self.bindings.by_path[found[0]].facts.classes:
             found = (found[0], f"{found[1]}.__init__")  # a construction: the class's own
         if found is None or found not in self.functions:
-            return None  # unknown, external, or a class without an __init__ of its own
-        return found
+            return ()  # unknown, external, or a class without an __init__ of its own
+        return (found,)
+
+    def _on(self, tokens: frozenset[tuple], method: str) -> tuple[FunctionId, ...]:
+        """What calling ``method`` on a value of ``tokens`` runs."""
+        found: list[FunctionId] = []
+        for token in sorted(tokens, key=_token_order):
+            if token[0] == "instance":
+                found += self.bindings.dispatch(token[1], method, token[2])
+            elif token[0] == "class":  # Cls.create(...): a class or static method
+                own = self.bindings.method(token[1], method)
+                found += [own] if own is not None else []
+        return _unique(found)
+
+    def _called(self, tokens: frozenset[tuple]) -> tuple[FunctionId, ...]:
+        """What calling a value of ``tokens`` runs: a function, an object's ``__call__``
+        (a module's ``forward``), a class's ``__init__``, each element of a container of
+        callables (``nn.Sequential``)."""
+        found: list[FunctionId] = []
+        for token in sorted(tokens, key=_token_order):
+            if token[0] == "function":
+                found.append(token[1])
+            elif token[0] == "instance":
+                found += self.bindings.call_methods(token[1], token[2])
+            elif token[0] == "class":
+                found += self._known(token[1])
+            elif token[0] == "box":
+                found += self._called(token[1])
+        return _unique(found)
 
     def _submodule_call(self, path: str, class_name: str, attribute: str) -> FunctionId | None:
         """``self.visual(x)``, ``visual`` an attribute made in ``__init__`` from a class of the
@@ -121,11 +172,11 @@ class CallGraph:
                 fid = (file.path, caller)
                 if fid not in self.functions:
                     continue
-                target = self.resolve_call(
-                    fid, CallSite(reference, Span(0, 0, 0, 0), (0, 0), (), (), False)
+                found.update(
+                    self.resolve_call(
+                        fid, CallSite(reference, Span(0, 0, 0, 0), (0, 0), (), (), False)
+                    )
                 )
-                if target is not None:
-                    found.add(target)
         return found
 
     def reachable(
@@ -137,10 +188,10 @@ class CallGraph:
         while queue:
             fid = queue.popleft()
             for index in range(len(self.functions[fid].calls)):
-                target = self.targets.get((fid, index))
-                if target is not None and target not in seen and not is_cold(target):
-                    seen.add(target)
-                    queue.append(target)
+                for target in self.targets.get((fid, index), ()):
+                    if target not in seen and not is_cold(target):
+                        seen.add(target)
+                        queue.append(target)
         return seen
 
     def argument(self, call: CallSite, target: FunctionId, name: str) -> Value | None:
@@ -151,7 +202,7 @@ class CallGraph:
             return None
         bound = (
             function.kind == "classmethod"
-            or (call.callee[0] in ("self", "attr") and function.kind == "method")
+            or (call.callee[0] in _BOUND_CALLS and function.kind == "method")
             or constructs(call, target)
         )
         index = params.index(name) - (1 if bound else 0)
@@ -163,6 +214,22 @@ class CallGraph:
         return None
 
 
+# Callee kinds that call a method on an object: its first parameter is bound.
+_BOUND_CALLS = frozenset({"self", "attr", "on", "method", "value"})
+
+
 def constructs(call: CallSite, target: FunctionId) -> bool:
     """True for ``Cls(...)`` resolved to ``Cls.__init__`` (not ``Base.__init__(self)``)."""
-    return target[1].endswith(".__init__") and not call.callee[-1].endswith("__init__")
+    last = call.callee[-1]
+    return target[1].endswith(".__init__") and not (
+        isinstance(last, str) and last.endswith("__init__")
+    )
+
+
+def _token_order(token: tuple) -> tuple:
+    """Tokens in a stable order (their contents, boxes by their size)."""
+    return (token[0], repr(token[1:]))
+
+
+def _unique(found: Iterable[FunctionId]) -> tuple[FunctionId, ...]:
+    return tuple(dict.fromkeys(found))

@@ -40,8 +40,8 @@ def discover(
         if named.force_exclude and named.excludes(path):
             continue
         if os.path.isdir(path):
-            for file in _walk(path, settings, problems):
-                found.setdefault(os.path.abspath(file), file)
+            for file, absolute in _walk(path, settings, problems):
+                found.setdefault(absolute, file)
         elif os.path.exists(path):
             found.setdefault(absolute, os.path.normpath(path))
         else:
@@ -52,14 +52,18 @@ def discover(
 
 def _walk(
     top: str, settings: Settings, problems: dict[tuple[str, FileError], None]
-) -> Iterator[str]:
+) -> Iterator[tuple[str, str]]:
+    """(path, absolute path) of the Python files under the folder ``top``."""
+
     def unlistable(error: OSError) -> None:
         message = f"cannot list folder: {error.strerror or error}"
         problems.setdefault((error.filename or top, FileError(1, 1, message)), None)
 
+    cwd = os.getcwd()
     for folder, subfolders, files in os.walk(top, onerror=unlistable):
+        absolute = os.path.normpath(os.path.join(cwd, folder))
         try:
-            here = settings.for_folder(os.path.abspath(folder))
+            here = settings.for_folder(absolute)
         except ConfigError as error:
             problems.setdefault(_located(error), None)
             subfolders[:] = []
@@ -75,7 +79,7 @@ def _walk(
             if name.endswith((".py", ".pyi")):
                 path = os.path.normpath(os.path.join(folder, name))
                 if not here.excludes(path):
-                    yield path
+                    yield path, os.path.join(absolute, name)
 
 
 def _located(error: ConfigError) -> tuple[str, FileError]:

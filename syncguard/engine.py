@@ -322,7 +322,7 @@ class _Unit:
     pruned: bool = False  # ``outcome`` holds only calls that may resolve in the tree
     # Where the calls of ``outcome`` resolve, by function, when it holds only those (read
     # from the cache), and the interface key of the files they were resolved against.
-    targets: dict[str, tuple[FunctionId, ...]] | None = None
+    targets: dict[str, tuple[tuple[FunctionId, ...], ...]] | None = None
     roots: dict[str, str] | None = None  # read with them: the declared hot roots
     targets_key: bytes | None = None
     # Otherwise, once pruned: where each call kept was among the function's calls.
@@ -521,7 +521,7 @@ class _CallFilter:
         self.heads = {module.partition(".")[0] for module in modules}
         self.known: dict[str, bool] = {}
 
-    def __call__(self, callee: tuple[str, ...]) -> bool:
+    def __call__(self, callee: tuple) -> bool:
         if callee[0] != "dotted":
             return True
         dotted = callee[1]

@@ -86,10 +86,13 @@ class CallSite:
     """A call that may reach a function of the linted tree.
 
     ``callee`` is unresolved: ``("name", f)``, ``("dotted", "a.b.f")``,
-    ``("self", method)`` or ``("attr", self_attribute, method)``.
+    ``("self", method)``, ``("attr", self_attribute, method)``, ``("on", receiver,
+    method)`` and ``("value", callable)`` (a method of, or a call of, what a type
+    expression of :mod:`syncguard.receivers` describes), or ``("method", name)`` (a
+    method of an object of unknown class).
     """
 
-    callee: tuple[str, ...]
+    callee: tuple
     span: Span
     statement: tuple[int, int]
     args: tuple[Value, ...]
@@ -102,6 +105,25 @@ class CallSite:
     forwards_kwargs: bool = False
     # In code that runs once (lazy initialisation): it tells only what is built where.
     once: bool = False
+    # The function is passed as an argument (a callback, ``partial(f, ...)``), not called
+    # here: the code it is given to calls it, with arguments this call does not show.
+    indirect: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Loop:
+    """A ``for`` / ``while`` loop of a function: its lines (the calls and sites on them
+    are its body's) and what its body shows: ``steps`` (a ``.backward()`` or an optimizer
+    step), ``model`` (a call of the object itself or of something named a model),
+    ``event`` (``while True:``, ``while not self._stop:``: a loop that runs until told
+    to stop)."""
+
+    line: int
+    end_line: int
+    flags: frozenset[str] = frozenset()
+
+    def holds(self, line: int) -> bool:
+        return self.line <= line <= self.end_line
 
 
 @dataclass(slots=True)
@@ -119,6 +141,10 @@ class FunctionFacts:
     calls: list[CallSite] = field(default_factory=list)
     # Parameters whose default is a constant: (name, "none" / "false" / "true").
     literal_defaults: tuple[tuple[str, str], ...] = ()
+    # What it returns, as a type expression (see :mod:`syncguard.receivers`); () unknown.
+    returns: tuple = ()
+    loops: tuple[Loop, ...] = ()
+    steps: bool = False  # calls ``.backward()`` or steps an optimizer itself
 
 
 @dataclass(slots=True)
@@ -134,6 +160,10 @@ class ClassFacts:
     init_parameters: dict[str, str] = field(default_factory=dict)
     # Fields declared as host data (``lens: np.ndarray``, ``lens: torch.Tensor  # CPU``).
     host_fields: frozenset[str] = frozenset()
+    # What ``self.<attribute>`` is given anywhere in the class or declared as (type
+    # expressions, see :mod:`syncguard.receivers`).
+    attribute_values: dict[str, tuple] = field(default_factory=dict)
+    decorators: tuple[str, ...] = ()
 
 
 @dataclass(slots=True)
@@ -147,6 +177,11 @@ class FileFacts:
     compiled: list[tuple[str, tuple[str, ...]]]  # (caller, callee ref) for torch.compile(f)
     # Rule-specific facts: rule code -> (qualname of the function, item) from ``ctx.record``.
     records: dict[str, list[tuple[str, object]]] = field(default_factory=dict)
+    # What module-level names hold (type expressions: registries of functions, objects).
+    globals: dict[str, tuple] = field(default_factory=dict)
+    # Function (qualname) -> the module-level name it registers its argument into: a
+    # registration decorator (``@register("cuda")``).
+    registrars: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)

@@ -82,10 +82,15 @@ class FindingBuilder:
         results: list[Finding] = []
         for fid in graph.ids:
             info = hot.get(fid)
+            loops = self.paths.step_loops.get(fid) if info is None else None
+            if loops:  # only the step loops of this function are hot
+                info = Hot(f"step loop in {bindings.qualified(fid)}", (), True)
             if info is None and scope != "all":
                 continue
             function = graph.functions[fid]
-            treat_as_root = info is None or info.is_root
+            # Parameters a hot root, a callback or a step loop's function is given may hold
+            # anything: syncs on them are reported here (else where callers pass device data).
+            treat_as_root = info is None or info.is_root or fid in self.paths.callbacks
             severity = "error" if info is not None else "warning"
             reason = info.reason if info is not None else None
             via = info.via if info is not None else ()
@@ -93,6 +98,10 @@ class FindingBuilder:
             graph_break = fid in compiled
             on_host = host_parameters.get(fid, frozenset())  # what all callers pass host
             for site in function.sites:
+                if loops and not any(
+                    loop.line <= site.span.line <= loop.end_line for loop in loops
+                ):
+                    continue
                 if site.value.place is Place.PARAM and (
                     not treat_as_root or site.value.params <= on_host
                 ):
@@ -108,39 +117,47 @@ class FindingBuilder:
                                   site.suggestion)
                 )  # fmt: skip
             for index, call in enumerate(function.calls):
-                target = graph.targets.get((fid, index))
-                if target is None or target not in summary or self.is_cold(target):
+                if loops and not any(loop.holds(call.span.line) for loop in loops):
                     continue
-                target_hot = hot.get(target)
-                if target_hot is not None and target_hot.is_root:
-                    continue  # the callee reports its own sites
-                if info is None and target_hot is None:
-                    continue  # cold to cold: the callee reports its sites itself
                 if branches.never_taken(fid, call.requires):
                     continue
                 # One finding per rule code and call: the first sync site, with a count.
                 by_code: dict[str, list[tuple[str, Chain]]] = {}
-                for name, entries in sorted(summary[target].items()):
-                    argument = graph.argument(call, target, name)
-                    if argument is None or bindings.on_host(fid[0], argument):
+                for target in graph.callees(fid, index):
+                    if target not in summary or self.is_cold(target):
                         continue
-                    if argument.place is Place.PARAM and (
-                        not treat_as_root or argument.params <= on_host
-                    ):
-                        continue  # reported where the caller's caller passes device data
-                    for chain in entries.values():
-                        if not branches.call_excludes(
-                            call, target, chain.requires
-                        ) and not branches.never_taken(
-                            fid, branches.forwarded(call, target, chain.requires)
+                    target_hot = hot.get(target)
+                    if target_hot is not None and target_hot.is_root:
+                        continue  # the callee reports its own sites
+                    if info is None and target_hot is None:
+                        continue  # cold to cold: the callee reports its sites itself
+                    for name, entries in sorted(summary[target].items()):
+                        argument = graph.argument(call, target, name)
+                        if argument is None or bindings.on_host(fid[0], argument):
+                            continue
+                        if argument.place is Place.PARAM and (
+                            not treat_as_root or argument.params <= on_host
                         ):
-                            by_code.setdefault(chain.site.code, []).append((name, chain))
+                            continue  # reported where the caller's caller passes device data
+                        for chain in entries.values():
+                            if not branches.call_excludes(
+                                call, target, chain.requires
+                            ) and not branches.never_taken(
+                                fid, branches.forwarded(call, target, chain.requires)
+                            ):
+                                by_code.setdefault(chain.site.code, []).append((name, chain))
                 for group in by_code.values():
-                    group.sort(key=lambda item: (item[1].site_path, item[1].site.span.line))
+                    group.sort(
+                        key=lambda item: (
+                            item[1].site_path,
+                            item[1].site.span.line,
+                            item[1].site.span.column,
+                        )
+                    )
                     name, chain = group[0]
                     sync = chain.site
                     sites = {(c.site_path, c.site.span) for _, c in group}
-                    callee = bindings.qualified(target).rpartition(".")[2]
+                    callee = chain.step.function.rpartition(".")[2]
                     count = f", {len(sites)} sites" if len(sites) > 1 else ""
                     message = (
                         f"`{callee}()` syncs{count}: {self._message(sync)} (called here with "
@@ -151,7 +168,9 @@ class FindingBuilder:
                         f"call out of the hot path; at the sync: {sync.suggestion}"
                     )
                     step = Step(fid[0], call.span.line, here)
-                    at_sites = tuple((c.site_path, *c.site.statement) for _, c in group)
+                    at_sites = tuple(
+                        dict.fromkeys((c.site_path, *c.site.statement) for _, c in group)
+                    )
                     results.append(
                         self._finding(
                             sync, fid[0], call.span, call.statement, severity, reason,

@@ -94,7 +94,6 @@ class ConfigTree:
     ) -> None:
         self.overrides = overrides or Overrides()
         self.known_codes = tuple(known_codes)
-        self.config_file = config_file
         self.common_folder: str | None = None  # set by settings_for_paths
         self._folders: dict[str, Settings | ConfigError] = {}
         self._explicit = None

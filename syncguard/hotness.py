@@ -10,12 +10,13 @@ from a root) and stops at cold functions: ``__init__``, memoised and measuring c
 from __future__ import annotations
 
 from collections import deque
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from fnmatch import fnmatchcase
 
-from syncguard.bindings import FunctionId
+from syncguard.bindings import ClassId, FunctionId
 from syncguard.branches import Branches
 from syncguard.callgraph import CallGraph
-from syncguard.facts import Step
+from syncguard.facts import Loop, Step
 from syncguard.globs import matches
 
 _HOT_DECORATORS = {
@@ -32,6 +33,14 @@ _MEASURING_WORDS = frozenset(
     {"timed", "timer", "timing", "timings", "profile", "profiler", "profiling", "benchmark"}
 )
 _COMPILED_DECORATORS = frozenset({"torch.compile"})
+# Words that name code that prepares the steps or stands in for one (``warmup``,
+# ``capture_model``, ``_dummy_run``): a loop there runs before the steps, not in them.
+_SETUP_WORDS = frozenset({"warmup", "capture", "dummy", "compile", "autotune", "tune"})
+# Methods that the training loop of torch itself calls once per step.
+_STEP_METHODS = (
+    ("torch.optim.Optimizer", "step"),
+    ("torch.optim.optimizer.Optimizer", "step"),
+)
 # Hugging Face input processors: they run on the CPU while requests are prepared.
 _PREPROCESSOR_BASES = frozenset(
     {"FeatureExtractionMixin", "SequenceFeatureExtractor", "ProcessorMixin",
@@ -42,12 +51,19 @@ _PREPROCESSOR_BASES = frozenset(
 
 @dataclass(frozen=True, slots=True)
 class HotSettings:
-    """Config the project phase uses: what is hot, and which parameters hold host data."""
+    """Config the project phase uses: what is hot, and which parameters hold host data.
+
+    ``origins`` names where an entry comes from when not from the user's settings
+    (``preset transformers``): the reason of a finding then says so."""
 
     hot_functions: tuple[str, ...] = ()
     cold_functions: tuple[str, ...] = ()
     compiled_functions: tuple[str, ...] = ()
     host_parameters: tuple[str, ...] = ()  # globs over parameter names (``*grid_thw``)
+    # ``BASE:METHOD`` globs: a method of a class deriving from BASE (``torch.optim.Optimizer``,
+    # qualified as imported) that the framework's own loop calls every step.
+    hot_methods: tuple[str, ...] = ()
+    origins: tuple[tuple[str, str], ...] = ()  # (entry, where it comes from)
 
 
 @dataclass(slots=True)
@@ -61,12 +77,16 @@ class Hot:
 
 @dataclass(slots=True)
 class HotPaths:
-    """What the hotness pass found: hot functions, the compiled ones, and the branch
-    judge that knows which callers may run per step."""
+    """What the hotness pass found: hot functions, the compiled ones, the step loops of
+    functions that are not hot themselves (function -> the loops, with the reason), the
+    functions passed as callbacks (whose arguments no call shows), and the branch judge
+    that knows which callers may run per step."""
 
     hot: dict[FunctionId, Hot]
     compiled: set[FunctionId]
     branches: Branches
+    step_loops: dict[FunctionId, list[Loop]] = field(default_factory=dict)
+    callbacks: set[FunctionId] = field(default_factory=set)
 
 
 class Hotness:
@@ -77,6 +97,8 @@ class Hotness:
         self.bindings = graph.bindings
         self.functions = graph.functions
         self.settings = settings
+        self.origins = dict(settings.origins)
+        self._hot_methods = [entry.partition(":")[::2] for entry in settings.hot_methods]
         self._cold_memo: dict[FunctionId, bool] = {}
 
     def is_cold(self, fid: FunctionId) -> bool:
@@ -96,6 +118,12 @@ class Hotness:
             return True
         patterns = self.settings.cold_functions
         return bool(patterns) and matches(self.bindings.qualified(fid), patterns) is not None
+
+    def _setup_code(self, fid: FunctionId) -> bool:
+        """True for code whose name says it runs before the steps or instead of them
+        (``warmup``, ``capture_graphs``, ``dummy_run``): a loop in it is no step loop."""
+        name = self.functions[fid].qualname.rpartition(".")[2]
+        return bool(_SETUP_WORDS & set(name.lower().split("_")))
 
     def _preprocessing(self, fid: FunctionId) -> bool:
         """True for a method of a module that only input processors build (a filterbank
@@ -145,13 +173,39 @@ class Hotness:
                 return name
             if kind == "autograd" and name != "__call__":
                 return f"autograd.Function.{name}"
+        if function.class_name is not None and function.kind == "method":
+            entry = self._hot_method((fid[0], function.class_name), name)
+            if entry is not None:
+                return self._labelled("hot-methods", entry)
         here = self.bindings.qualified(fid)
         pattern = matches(here, self.settings.hot_functions)
         if pattern is not None:
-            return f"hot-functions: {pattern}"
+            return self._labelled("hot-functions", pattern)
         if matches(here, self.settings.compiled_functions) is not None:
             return "compiled-functions"
         return None
+
+    def _hot_method(self, cid: ClassId, name: str) -> str | None:
+        """The ``BASE:METHOD`` entry (generic ones first) that makes method ``name`` of
+        class ``cid`` a hot root."""
+        entries = [*_STEP_METHODS, *self._hot_methods]
+        candidates = [(base, method) for base, method in entries if fnmatchcase(name, method)]
+        if not candidates:
+            return None
+        ancestors = self.bindings.ancestors(cid)
+        for base, method in candidates:
+            if any(fnmatchcase(ancestor, base) for ancestor in ancestors):
+                return f"{base}:{method}"
+        return None
+
+    def _labelled(self, setting: str, entry: str) -> str:
+        """The reason a root gives: the setting and entry, or where the entry comes from."""
+        origin = self.origins.get(entry)
+        if origin is not None:
+            return f"{origin}: {entry}"
+        if (entry.partition(":")[0], entry.partition(":")[2]) in _STEP_METHODS:
+            return entry.replace(":", ".")
+        return f"{setting}: {entry}"
 
     def declared_roots(self, path: str) -> dict[str, str]:
         """Qualname -> :meth:`declared_root_reason` of the functions of the file at
@@ -178,22 +232,101 @@ class Hotness:
                     d in _COMPILED_DECORATORS for d in function.decorators
                 ):
                     compiled_roots.append(fid)
-        # What any hot root reaches, branches aside: callers outside it never run per step,
-        # so what they pass cannot make a branch of a hot function run.
-        branches = Branches(graph, self.is_cold, set(hot), graph.reachable(hot, self.is_cold))
-        queue = deque(fid for fid in graph.ids if fid in hot)
+        step_loops = self._step_loops(hot)
+        loop_callees = [
+            target
+            for fid, loops in step_loops.items()
+            for index, call in enumerate(self.functions[fid].calls)
+            if any(loop.holds(call.span.line) for loop in loops)
+            for target in graph.callees(fid, index)
+            if not self.is_cold(target)
+        ]
+        # What any hot root or step loop reaches, branches aside: callers outside it never
+        # run per step, so what they pass cannot make a branch of a hot function run.
+        maybe_hot = graph.reachable([*hot, *loop_callees], self.is_cold)
+        branches = Branches(graph, self.is_cold, set(hot), maybe_hot)
+        self._propagate(hot, deque(fid for fid in graph.ids if fid in hot), branches)
+        # Then what step loops reach (a function already hot keeps its reason).
+        queue: deque[FunctionId] = deque()
+        for fid, loops in step_loops.items():
+            reason = f"step loop in {self.bindings.qualified(fid)}"
+            for index, call in enumerate(self.functions[fid].calls):
+                if not any(loop.holds(call.span.line) for loop in loops):
+                    continue
+                if branches.never_taken(fid, call.requires):
+                    continue
+                for target in graph.callees(fid, index):
+                    if target not in hot and not self.is_cold(target):
+                        step = Step(fid[0], call.span.line, self.bindings.qualified(fid))
+                        hot[target] = Hot(reason, (step,), False)
+                        queue.append(target)
+        self._propagate(hot, queue, branches)
+        callbacks = {
+            target
+            for fid in hot.keys() | step_loops.keys()
+            for index, call in enumerate(self.functions[fid].calls)
+            if call.indirect
+            for target in graph.callees(fid, index)
+        }
+        compiled = graph.reachable(compiled_roots, self.is_cold)
+        return HotPaths(hot, compiled, branches, step_loops, callbacks)
+
+    def _propagate(self, hot: dict[FunctionId, Hot], queue: deque, branches: Branches) -> None:
+        """Hotness from the functions in ``queue`` to what they call, breadth first."""
+        graph = self.graph
         while queue:
             fid = queue.popleft()
             info = hot[fid]
             qualified = self.bindings.qualified(fid)
-            root = qualified if info.is_root else info.reason[len("called from ") :]
+            reason = f"called from {qualified}" if info.is_root else info.reason
             for index, call in enumerate(self.functions[fid].calls):
-                target = graph.targets.get((fid, index))
-                if target is None or target in hot or self.is_cold(target):
-                    continue
-                if branches.never_taken(fid, call.requires):
-                    continue
-                step = Step(fid[0], call.span.line, qualified)
-                hot[target] = Hot(f"called from {root}", (*info.via, step), False)
-                queue.append(target)
-        return HotPaths(hot, graph.reachable(compiled_roots, self.is_cold), branches)
+                for target in graph.callees(fid, index):
+                    if target in hot or self.is_cold(target):
+                        continue
+                    if branches.never_taken(fid, call.requires):
+                        break
+                    step = Step(fid[0], call.span.line, qualified)
+                    hot[target] = Hot(reason, (*info.via, step), False)
+                    queue.append(target)
+
+    def _step_loops(self, hot: dict[FunctionId, Hot]) -> dict[FunctionId, list[Loop]]:
+        """The loops that run a step each time round, in functions that are not hot: a
+        loop whose body does a backward pass or an optimizer step, calls a model, or calls
+        (through the tree) a hot root or a function that does; and a loop that runs until
+        told to stop (``while True:``) whose body calls functions of the tree. Code that
+        sets up (warm-up, graph capture, dummy runs) has none."""
+        graph = self.graph
+        stepping = self._stepping(hot)
+        found: dict[FunctionId, list[Loop]] = {}
+        for fid in graph.ids:
+            function = self.functions[fid]
+            if not function.loops or fid in hot or self.is_cold(fid) or self._setup_code(fid):
+                continue
+            for loop in function.loops:
+                callees = [
+                    target
+                    for index, call in enumerate(function.calls)
+                    if loop.holds(call.span.line)
+                    for target in graph.callees(fid, index)
+                ]
+                if (
+                    loop.flags & {"steps", "model"}
+                    or any(target in stepping for target in callees)
+                    or ("event" in loop.flags and any(not self.is_cold(t) for t in callees))
+                ):
+                    found.setdefault(fid, []).append(loop)
+        return found
+
+    def _stepping(self, hot: dict[FunctionId, Hot]) -> set[FunctionId]:
+        """Functions that run a step: hot roots, functions doing a backward pass or an
+        optimizer step, and every function that calls one of those (cold ones aside)."""
+        graph = self.graph
+        seen = {fid for fid in graph.ids if fid in hot or self.functions[fid].steps}
+        queue = deque(seen)
+        while queue:
+            fid = queue.popleft()
+            for caller, _ in graph.callers.get(fid, ()):
+                if caller not in seen and not self.is_cold(caller):
+                    seen.add(caller)
+                    queue.append(caller)
+        return seen

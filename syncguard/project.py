@@ -54,8 +54,8 @@ class Project:
     def qualified(self, fid: FunctionId) -> str:
         return self.bindings.qualified(fid)
 
-    def resolved_calls(self, path: str) -> dict[str, list[tuple[int, FunctionId]]]:
-        """For each function of the file at ``path``: (index among its calls, callee) of
+    def resolved_calls(self, path: str) -> dict[str, list[tuple[int, tuple[FunctionId, ...]]]]:
+        """For each function of the file at ``path``: (index among its calls, callees) of
         each call that resolves in the tree."""
         return self.graph.resolved_calls(path)
 
@@ -80,7 +80,11 @@ class Project:
             (
                 fid
                 for fid in graph.ids
-                if (hot[fid].is_root if fid in hot else scope == "all")
+                if (
+                    (hot[fid].is_root if fid in hot else scope == "all")
+                    or fid in paths.step_loops
+                    or fid in paths.callbacks
+                )
                 and passes_parameters(graph.functions[fid])
             ),
         )

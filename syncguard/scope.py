@@ -40,6 +40,12 @@ class Scope:
     kwargs_name: str | None = None  # the ``**kwargs`` parameter
     # Parameters annotated with a class: of this module with host fields, or imported.
     typed_params: dict[str, str] = field(default_factory=dict)
+    # Local name -> what it holds, for the project phase (see :mod:`syncguard.receivers`).
+    types: dict[str, tuple] = field(default_factory=dict)
+    # Loops being walked: [first line, last line, flags].
+    open_loops: list[list] = field(default_factory=list)
+    loops: list = field(default_factory=list)  # the function's loops walked so far
+    return_types: list = field(default_factory=list)  # type expressions of its returns
 
 
 # Device-guarded host values, requirements on parameters and maybe-None names of a branch.

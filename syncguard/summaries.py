@@ -9,6 +9,7 @@
 
 from __future__ import annotations
 
+import heapq
 from collections import deque
 from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass
@@ -16,24 +17,40 @@ from dataclasses import dataclass
 from syncguard.bindings import FunctionId
 from syncguard.branches import Branches
 from syncguard.callgraph import CallGraph
-from syncguard.facts import Requirement, Site, Step
+from syncguard.facts import Requirement, Site, Span, Step
 from syncguard.globs import Matcher, compiled_globs
 from syncguard.values import Place
 
 
 @dataclass(slots=True)
 class Chain:
-    """How device data for a parameter reaches a sync site."""
+    """How device data for a parameter reaches a sync site: the first step (in the
+    function holding the parameter) and the chain of the callee it passes the data to
+    (None at the sync line). Chains share their tails, so a long call chain costs one
+    step per function, not one copy of the whole chain."""
 
-    steps: tuple[Step, ...]  # from the function holding the parameter down to the sync line
+    step: Step
+    below: Chain | None
     site: Site
     site_path: str
     # What the first step's function must be called with for the chain to run.
     requires: tuple[Requirement, ...] = ()
+    length: int = 1
+
+    @property
+    def steps(self) -> tuple[Step, ...]:
+        """From the function holding the parameter down to the sync line."""
+        found = []
+        chain: Chain | None = self
+        while chain is not None:
+            found.append(chain.step)
+            chain = chain.below
+        return tuple(found)
 
 
-# Per function: parameter -> (function, code, span of the site) -> the chain to it.
-Summary = dict[FunctionId, dict[str, dict[tuple, Chain]]]
+# Per function: parameter -> site (numbered by function, code and span) -> the chain to it.
+SiteKey = int
+Summary = dict[FunctionId, dict[str, dict[SiteKey, Chain]]]
 
 
 class DeclaredHost:
@@ -69,33 +86,52 @@ def parameter_summaries(
     declared_host: DeclaredHost,
     roots: Collection[FunctionId] = (),
 ) -> Summary:
-    """For each function: parameter -> the sync sites device data for it reaches.
+    """For each function: parameter -> the sync sites device data for it reaches, each
+    with its shortest chain and what the function must be called with for it to run.
 
     Sites of ``roots`` (hot roots, which report their own sites) do not reach
-    their callers: ``self.encoder(x)`` does not repeat the encoder's findings."""
+    their callers: ``self.encoder(x)`` does not repeat the encoder's findings.
+
+    A worklist of what changed: when a function learns a site for a parameter (or a
+    shorter chain to it, or that it runs under fewer requirements), only that entry is
+    passed on to its callers, so each entry crosses each call a bounded number of
+    times (near-linear in the size of the result, also through recursion and cycles).
+    A site is kept under the requirements all its chains share."""
     bindings = graph.bindings
     summary: Summary = {}
-    pending: deque[FunctionId] = deque()
+    # Per function: the entries that changed since it last passed them on, in order.
+    dirty: dict[FunctionId, dict[str, dict[SiteKey, None]]] = {}
+    # Callees before callers: a function passes on what it learned once its callees have
+    # (a chain is then walked once, not once per helper).
+    rank = _callees_first(graph)
+    pending: list[tuple[int, FunctionId]] = []
+    queued: set[FunctionId] = set()
+    numbers: dict[tuple[FunctionId, str, Span], int] = {}  # a site's key: a small number
     for fid in graph.ids:
         for site in graph.functions[fid].sites:
             if site.value.place is not Place.PARAM or bindings.on_host(fid[0], site.value):
                 continue
-            key = (fid, site.code, site.span)
+            key = numbers.setdefault((fid, site.code, site.span), len(numbers))
             step = Step(fid[0], site.span.line, bindings.qualified(fid))
-            for name in site.value.params - declared_host(fid):
+            for name in sorted(site.value.params - declared_host(fid)):
                 entries = summary.setdefault(fid, {}).setdefault(name, {})
-                entries.setdefault(key, Chain((step,), site, fid[0], site.requires))
-            if fid not in pending:
-                pending.append(fid)
+                if key not in entries:
+                    entries[key] = Chain(step, None, site, fid[0], site.requires)
+                    dirty.setdefault(fid, {}).setdefault(name, {})[key] = None
+        if fid in dirty:
+            heapq.heappush(pending, (rank[fid], fid))
+            queued.add(fid)
     while pending:
-        target = pending.popleft()
+        target = heapq.heappop(pending)[1]
+        queued.discard(target)
+        changes = dirty.pop(target, {})
         if target in roots:
             continue
+        known_here = summary[target]
         for caller, call in graph.callers.get(target, ()):
-            changed = False
             caller_params = graph.functions[caller].params
-            # list(): a recursive call (caller == target) adds to the entries it reads.
-            for name, entries in list(summary.get(target, {}).items()):
+            call_step: Step | None = None
+            for name, keys in changes.items():
                 argument = graph.argument(call, target, name)
                 if (
                     argument is None
@@ -103,30 +139,83 @@ def parameter_summaries(
                     or bindings.on_host(caller[0], argument)
                 ):
                     continue
-                step = Step(caller[0], call.span.line, bindings.qualified(caller))
-                for outer in argument.params:
+                if call_step is None:
+                    call_step = Step(caller[0], call.span.line, bindings.qualified(caller))
+                entries = known_here[name]
+                # What the call makes of the requirements of a chain (None: it excludes
+                # the chain), once per distinct requirements.
+                passed_on: dict[tuple[Requirement, ...], tuple[Requirement, ...] | None] = {}
+                for outer in sorted(argument.params):
                     if outer not in caller_params or outer in declared_host(caller):
                         continue
                     mine = summary.setdefault(caller, {}).setdefault(outer, {})
-                    for key, chain in list(entries.items()):
-                        if branches.call_excludes(call, target, chain.requires):
+                    learned: dict[SiteKey, None] | None = None
+                    for key in list(keys):  # list(): a recursive call adds to what it reads
+                        chain = entries[key]
+                        needed = chain.requires
+                        if needed in passed_on:
+                            requires = passed_on[needed]
+                        elif branches.call_excludes(call, target, needed):
+                            requires = passed_on[needed] = None
+                        else:
+                            requires = passed_on[needed] = call.requires + branches.forwarded(
+                                call, target, needed
+                            )
+                        if requires is None:
                             continue
-                        requires = call.requires + branches.forwarded(call, target, chain.requires)
                         known = mine.get(key)
+                        length = chain.length + 1
                         if known is None:
                             mine[key] = Chain(
-                                (step, *chain.steps), chain.site, chain.site_path, requires
+                                call_step, chain, chain.site, chain.site_path, requires, length
                             )
-                            changed = True
-                            continue
-                        # Several ways to the site: it runs under what they all require.
-                        common = tuple(r for r in known.requires if r in requires)
-                        if common != known.requires:
+                        else:
+                            # Several ways to the site: it runs under what they all require.
+                            common = (
+                                known.requires
+                                if known.requires == requires
+                                else tuple(r for r in known.requires if r in requires)
+                            )
+                            if common == known.requires and length >= known.length:
+                                continue
                             known.requires = common
-                            changed = True
-            if changed and caller not in pending:
-                pending.append(caller)
+                            if length < known.length:
+                                known.step, known.below, known.length = call_step, chain, length
+                        if learned is None:
+                            learned = dirty.setdefault(caller, {}).setdefault(outer, {})
+                        learned[key] = None
+                    if learned and caller not in queued:
+                        heapq.heappush(pending, (rank[caller], caller))
+                        queued.add(caller)
     return summary
+
+
+def _callees_first(graph: CallGraph) -> dict[FunctionId, int]:
+    """A number for each function, lower for callees than for their callers (but in a
+    cycle): the post-order of a depth-first walk from every function along its calls."""
+    callees: dict[FunctionId, list[FunctionId]] = {}
+    for target, calls in graph.callers.items():
+        for caller, _ in calls:
+            callees.setdefault(caller, []).append(target)
+    rank: dict[FunctionId, int] = {}
+    visiting: set[FunctionId] = set()
+    for start in graph.ids:
+        if start in rank:
+            continue
+        stack = [(start, iter(callees.get(start, ())))]
+        visiting.add(start)
+        while stack:
+            fid, below = stack[-1]
+            for callee in below:
+                if callee not in rank and callee not in visiting:
+                    visiting.add(callee)
+                    stack.append((callee, iter(callees.get(callee, ()))))
+                    break
+            else:
+                stack.pop()
+                visiting.discard(fid)
+                rank[fid] = len(rank)
+    return rank
 
 
 def host_parameters(

@@ -21,10 +21,11 @@ from syncguard.declarations import (
 )
 from syncguard.facts import (
     FunctionFacts,
+    Loop,
     Requirement,
 )
 from syncguard.once import OnceChecks
-from syncguard.placement import Placement
+from syncguard.receivers import Receivers, annotation_type, union
 from syncguard.scope import BranchFacts, Scope
 from syncguard.torch_api import (
     is_tensor,
@@ -63,6 +64,16 @@ _EXITS = (ast.Return, ast.Raise, ast.Continue, ast.Break)
 _SEQUENCE_GROWERS = {"append": 1, "extend": 1, "insert": 2, "add": 1}
 
 
+def _runs_until_stopped(test: ast.expr) -> bool:
+    """``while True:``, ``while not self._stop:``, ``while self.running:``: a loop that
+    runs until a flag tells it to stop (an event or scheduler loop)."""
+    if isinstance(test, ast.Constant):
+        return bool(test.value)
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        test = test.operand
+    return isinstance(test, (ast.Name, ast.Attribute))
+
+
 def _subexpressions(node: ast.AST) -> list[ast.expr]:
     """The direct sub-expressions of ``node`` in source order, less stored names."""
     fields = _EXPRESSION_FIELDS.get(type(node))
@@ -85,7 +96,7 @@ def _subexpressions(node: ast.AST) -> list[ast.expr]:
     ]
 
 
-class Walker(Placement, OnceChecks, ABC):
+class Walker(Receivers, OnceChecks, ABC):
     """Walks statements and expressions, dispatching rule visitors on the way."""
 
     visitors: dict[type, list[tuple[str, Callable]]]
@@ -169,10 +180,20 @@ class Walker(Placement, OnceChecks, ABC):
         if isinstance(node, ast.Assign):
             self._expression(node.value)
             value = self.value(node.value)
+            held = self.type_of(node.value)
             for target in node.targets:
                 self._target_expressions(target)
                 self._bind(target, value, node.value)
+                self.bind_type(target, held)
+                registry = self.registers_into(target, node.value)
+                if registry is not None:
+                    self.registrars[scope.facts.qualname.partition(".")[0]] = registry
         elif isinstance(node, ast.AnnAssign):
+            held = union(
+                annotation_type(node.annotation),
+                self.type_of(node.value) if node.value is not None else None,
+            )
+            self.bind_type(node.target, held)
             if node.value is not None:
                 self._expression(node.value)
                 value = self.value(node.value)
@@ -196,9 +217,11 @@ class Walker(Placement, OnceChecks, ABC):
                 self._expression(node.value)
                 if isinstance(node, ast.Return):
                     scope.returns.append(self.value(node.value))
+                    scope.return_types.append(self.type_of(node.value))
                 elif isinstance(node.value, ast.Call):
                     self._grow_sequence(node.value)
                     self._register_state(node.value)
+                    self.grow_container(node.value)
         elif isinstance(node, ast.If):
             self._expression(node.test)
             training = self._training_test(node.test)
@@ -214,8 +237,11 @@ class Walker(Placement, OnceChecks, ABC):
             before = dict(scope.env)
             maybe_none = set(scope.maybe_none)
             self._bind(node.target, self._element_value(node.iter), None)
+            self.bind_element_types(node.target, node.iter)
             scope.loop_depth += 1
+            self._open_loop(node, set())
             self._body(node.body)
+            self._close_loop()
             scope.loop_depth -= 1
             self._body(node.orelse)
             self._merge_env(before)
@@ -224,8 +250,10 @@ class Walker(Placement, OnceChecks, ABC):
             before = dict(scope.env)
             maybe_none = set(scope.maybe_none)
             scope.loop_depth += 1
+            self._open_loop(node, {"event"} if _runs_until_stopped(node.test) else set())
             self._expression(node.test)
             self._body(node.body)
+            self._close_loop()
             scope.loop_depth -= 1
             self._body(node.orelse)
             self._merge_env(before)
@@ -238,6 +266,7 @@ class Walker(Placement, OnceChecks, ABC):
                     scope.default_device = True
                 if item.optional_vars is not None:
                     self._bind(item.optional_vars, self.value(item.context_expr), None)
+                    self.bind_type(item.optional_vars, self.type_of(item.context_expr))
             self._body(node.body)
             scope.default_device = default_device
         elif isinstance(node, _TRY_STATEMENTS):
@@ -282,6 +311,16 @@ class Walker(Placement, OnceChecks, ABC):
             and self.qualified_name(node.value.func) == "torch.set_default_device"
         ):
             scope.default_device = True
+
+    def _open_loop(self, node: ast.For | ast.AsyncFor | ast.While, flags: set[str]) -> None:
+        self.scope.open_loops.append([node.lineno, node.end_lineno or node.lineno, flags])
+
+    def _close_loop(self) -> None:
+        scope = self.scope
+        line, end, flags = scope.open_loops.pop()
+        if scope.lazy_depth:
+            return  # a loop in code that runs once is no step loop
+        scope.loops.append(Loop(line, end, frozenset(flags)))
 
     def qualified_name_of_call(self, node: ast.expr) -> str | None:
         return self.qualified_name(node.func) if isinstance(node, ast.Call) else None
