@@ -15,7 +15,9 @@ import bisect
 import dis
 import linecache
 import os
+import site
 import sys
+import sysconfig
 import warnings
 from dataclasses import dataclass
 from functools import lru_cache
@@ -73,8 +75,26 @@ def _inductor_cache(module: object) -> str:
         return ""
 
 
+@lru_cache(maxsize=1)
+def _stdlib_dirs() -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """(the standard library's folders, the site-packages folders that may sit inside them)."""
+    paths = sysconfig.get_paths()
+    stdlib = {os.path.abspath(paths[key]) + os.sep for key in ("stdlib", "platstdlib")}
+    packages = {os.path.abspath(paths[key]) + os.sep for key in ("purelib", "platlib")}
+    packages.update(os.path.abspath(path) + os.sep for path in site.getsitepackages())
+    return tuple(sorted(stdlib)), tuple(sorted(packages))
+
+
+def _in_stdlib(path: str) -> bool:
+    """The standard library (contextlib, functools, threading...) is never the user's line:
+    a sync inside it is attributed to the user's frame that called into it."""
+    stdlib, packages = _stdlib_dirs()
+    return path.startswith(stdlib) and not path.startswith(packages)
+
+
 def owner(filename: str) -> str:
-    """``"syncguard"`` (the audit), ``"foreign"`` (torch, pytest, pluggy) or ``"user"``."""
+    """``"syncguard"`` (the audit), ``"foreign"`` (torch, pytest, pluggy, the standard
+    library, torch.compile's generated code) or ``"user"``."""
     dirs = _package_dirs()
     cached = _owner_cache.get(filename)
     if cached is not None:
@@ -84,7 +104,11 @@ def owner(filename: str) -> str:
     audit_module = folder == _RUNTIME_DIR and (name.startswith("_") or name in _AUDIT_MODULES)
     if path == _WARNINGS_FILE or audit_module:
         result = "syncguard"
-    elif path.startswith(_FX_GENERATED) or any(path.startswith(folder) for folder in dirs):
+    elif (
+        path.startswith(_FX_GENERATED)
+        or any(path.startswith(folder) for folder in dirs)
+        or _in_stdlib(path)
+    ):
         result = "foreign"
     else:
         result = "user"

@@ -382,6 +382,12 @@ class SimulatedSyncMode(TorchDispatchMode):
         self._report = report
         self._lifted = TensorSet()
 
+    @classmethod
+    def _should_skip_dynamo(cls) -> bool:
+        """Keep ``__torch_dispatch__`` unwrapped: torch's wrapper imports torch._dynamo on
+        the first op (seconds per process), and this mode never compiles anything."""
+        return False
+
     def __torch_dispatch__(
         self,
         func: Any,

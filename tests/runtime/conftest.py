@@ -13,8 +13,8 @@ import torch
 
 from syncguard.runtime import _hooks, sync_audit
 
-# The first op under a dispatch mode imports torch._dynamo (and sympy), which adds warning
-# filters once per process: do that before any test takes a snapshot.
+# What the first audit imports may add warning filters, once per process: start one before
+# any test takes a snapshot.
 with sync_audit("record", simulate=True):
     torch.ones(1).tolist()
 

@@ -139,7 +139,11 @@ def test_explicit_synchronize_in_raise_mode_raises_before_waiting() -> None:
 
 def fake(device: str, pinned: bool = False, contiguous: bool = True) -> Any:
     return SimpleNamespace(
-        device=torch.device(device), is_pinned=lambda: pinned, is_contiguous=lambda: contiguous
+        device=torch.device(device),
+        is_cuda=device == "cuda",
+        is_cpu=device == "cpu",
+        is_pinned=lambda: pinned,
+        is_contiguous=lambda: contiguous,
     )
 
 

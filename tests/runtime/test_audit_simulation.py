@@ -91,7 +91,7 @@ BLOCKING: list[tuple[str, str, Callable[[dict[str, Any]], object]]] = [
     (
         SCALAR,
         "torch.distributions.Categorical()",
-        lambda v: torch.distributions.Categorical(probs=v["probs"]),
+        lambda v: torch.distributions.Categorical(probs=v["probs"], validate_args=True),
     ),
 ]
 
@@ -218,3 +218,29 @@ def test_simulation_is_the_default_without_cuda() -> None:
         torch.ones(2).sum().item()
     assert audit.count == 1
     assert "simulation (CUDA is not available)" in audit.report()
+
+
+_TORCH_SIDE_CONTEXT = '''
+import contextlib
+import torch
+
+@contextlib.contextmanager
+def entered():
+    """Stands for a torch context manager that syncs when entered (cudagraph trees do)."""
+    torch.ones(3).sum().item()
+    yield
+'''
+
+
+def test_a_sync_inside_the_standard_library_is_the_callers() -> None:
+    import os
+
+    namespace: dict[str, Any] = {}
+    filename = os.path.join(os.path.dirname(torch.__file__), "_syncguard_test_context.py")
+    exec(compile(_TORCH_SIDE_CONTEXT, filename, "exec"), namespace)
+    with sync_audit("record", simulate=True) as audit:
+        line = sys._getframe().f_lineno + 1
+        with namespace["entered"]():  # torch -> contextlib.__enter__ -> this line
+            pass
+    (event,) = audit.events
+    assert (event.path, event.line) == (__file__, line)
