@@ -1,5 +1,6 @@
 """Start-up stays small: each command imports the heavy packages it uses and no others
-(torch, libcst, rich, pygls, click), measured in a fresh interpreter."""
+(torch, libcst, rich, pygls, click), measured in a fresh interpreter (``import
+syncguard.runtime`` has its own such test, in tests/runtime/test_audit_plugin.py)."""
 
 from __future__ import annotations
 
@@ -33,7 +34,6 @@ def cli(*args: str) -> str:
 @pytest.mark.parametrize(
     ("code", "expected"),
     [
-        ("import syncguard.runtime", set()),
         (cli("check", "clean.py", "--output-format", "concise"), {"click"}),
         (cli("check", ".", "--output-format", "full", "--statistics"), {"click"}),
         (cli("rule", "SG101"), {"click"}),
@@ -41,7 +41,7 @@ def cli(*args: str) -> str:
         (cli("check", "fixable.py", "--diff", "--unsafe-fixes"), {"click", "libcst"}),
         (cli("check", "fixable.py", "--output-format", "json"), {"click", "libcst"}),
     ],
-    ids=["runtime", "check-clean", "check-full", "rule", "verify-help",
+    ids=["check-clean", "check-full", "rule", "verify-help",
          "diff", "json-with-a-fix"],
 )  # fmt: skip
 def test_each_command_imports_only_what_it_uses(tmp_path: Path, code: str, expected: set) -> None:
