@@ -244,3 +244,27 @@ def test_a_sync_inside_the_standard_library_is_the_callers() -> None:
             pass
     (event,) = audit.events
     assert (event.path, event.line) == (__file__, line)
+
+
+@pytest.mark.parametrize("fused", [False, True], ids=["sgd", "fused-sgd"])
+def test_a_grad_scaler_step_syncs_unless_the_optimizer_is_fused(fused: bool) -> None:
+    """SG116's syncs: ``GradScaler.step`` reads ``found_inf`` with ``.item()`` unless the
+    optimizer unscales and skips itself (a fused one); ``get_scale`` reads the scale. A
+    scaler for the CPU stands for a GPU one here (``GradScaler("cuda")`` disables itself
+    where CUDA is missing)."""
+    torch.manual_seed(0)
+    model = torch.nn.Linear(4, 2)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1, fused=fused)
+    scaler = torch.amp.GradScaler("cpu")
+    x = torch.randn(8, 4)
+    with sync_audit("record", simulate=True) as audit:
+        start = sys._getframe().f_lineno
+        for _ in range(2):
+            scaler.scale(model(x).square().mean()).backward()
+            scaler.step(optimizer)
+            scaler.update()
+            optimizer.zero_grad()
+        scaler.get_scale()
+    sites = [(event.line - start, event.op, event.kind) for event in audit.events]
+    steps = [] if fused else [(3, ".step()", SCALAR)] * 2
+    assert sites == [*steps, (6, ".get_scale()", SCALAR)], audit.report(rich=False)
