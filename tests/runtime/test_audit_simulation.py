@@ -93,6 +93,40 @@ BLOCKING: list[tuple[str, str, Callable[[dict[str, Any]], object]]] = [
         "torch.distributions.Categorical()",
         lambda v: torch.distributions.Categorical(probs=v["probs"], validate_args=True),
     ),
+    # the torch.ops.aten spellings the operator sweep ran
+    (
+        SCALAR,
+        "torch.ops.aten._local_scalar_dense.default()",
+        lambda v: torch.ops.aten._local_scalar_dense.default(v["t"]),
+    ),
+    (SCALAR, "torch.ops.aten.item.default()", lambda v: torch.ops.aten.item.default(v["t"])),
+    (DDS, "torch.ops.aten.nonzero.default()", lambda v: torch.ops.aten.nonzero.default(v["mask"])),
+    (DDS, "torch.ops.aten.nonzero()", lambda v: torch.ops.aten.nonzero(v["mask"])),
+    (
+        DDS,
+        "torch.ops.aten.masked_select.default()",
+        lambda v: torch.ops.aten.masked_select.default(v["x"], v["mask"]),
+    ),
+    (
+        DDS,
+        "torch.ops.aten.repeat_interleave.Tensor()",
+        lambda v: torch.ops.aten.repeat_interleave.Tensor(v["reps"]),
+    ),
+    (
+        DDS,
+        "torch.ops.aten.index.Tensor()",
+        lambda v: torch.ops.aten.index.Tensor(v["x"], [v["mask"]]),
+    ),
+    (
+        DDS,
+        "torch.ops.aten.index_put_.default()",
+        lambda v: torch.ops.aten.index_put_.default(v["x"], [v["mask"]], v["t"]),
+    ),
+    (
+        D2H,
+        "torch.ops.aten._to_copy.default()",
+        lambda v: torch.ops.aten._to_copy.default(v["x"], device="cpu"),
+    ),
 ]
 
 SYNC_FREE: list[Callable[[dict[str, Any]], object]] = [
@@ -121,6 +155,9 @@ SYNC_FREE: list[Callable[[dict[str, Any]], object]] = [
     lambda v: torch.equal(v["x"], v["x"]),
     lambda v: torch._assert_async(v["t"] > 0),
     lambda v: v["x"] * 2 + 1,
+    lambda v: torch.ops.aten.repeat_interleave.Tensor(v["reps"], output_size=6),
+    lambda v: torch.ops.aten._to_copy.default(v["x"], dtype=torch.float64),
+    lambda v: torch.ops.aten.where.self(v["mask"], v["x"], v["y"]),
 ]
 
 
