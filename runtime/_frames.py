@@ -278,6 +278,10 @@ def _describe_call(node: ast.Call, source: str) -> CallSite:
         return CallSite(f"{func.id}()", kind, func.id, source, node)
     if isinstance(func, ast.Attribute):
         receiver = _dotted(func.value)
+        op = _aten_op(f"{receiver}.{func.attr}")
+        if op:  # torch.ops.aten.nonzero.default(x), aten.nonzero(x): named in full
+            kind = _METHOD_KINDS.get(op, SCALAR_CONVERSION)
+            return CallSite(f"{receiver}.{func.attr}()", kind, op, source, node)
         label = f"{receiver}.{func.attr}()" if receiver in _MODULE_NAMES else f".{func.attr}()"
         if func.attr == "to":
             kind = DEVICE_TO_HOST if "cpu" in source else HOST_TO_DEVICE
@@ -307,6 +311,14 @@ def _describe_subscript(node: ast.AST | None, opname: str, source: str) -> CallS
     constant_index = isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Constant)
     kind = HOST_TO_DEVICE if storing and constant_index else DATA_DEPENDENT_SHAPE
     return CallSite(label, kind, "[]", source, node)
+
+
+def _aten_op(dotted: str) -> str:
+    """``nonzero`` for ``torch.ops.aten.nonzero.default`` or ``aten.nonzero``; "" otherwise."""
+    parts = dotted.split(".")
+    if "aten" not in parts[:-1]:
+        return ""
+    return parts[parts.index("aten") + 1]
 
 
 def _dotted(node: ast.AST) -> str:

@@ -15,14 +15,17 @@ from __future__ import annotations
 
 import functools
 import inspect
+import sys
 from collections.abc import Callable
 from typing import Any
 
 import torch
 
+from syncguard.runtime import _dispatch
 from syncguard.runtime import audit as _audit
 from syncguard.runtime._events import DEVICE_TO_HOST, EXPLICIT, HOST_TO_DEVICE
-from syncguard.runtime._simulate import HOST_TENSORS, is_host
+from syncguard.runtime._frames import owner
+from syncguard.runtime._simulate import HOST_TENSORS, RULES, TensorSet, is_host, tensors_in
 
 _ACTIVE = _audit.ACTIVE
 _is_compiling = torch.compiler.is_compiling
@@ -394,6 +397,132 @@ def wrap_from_numpy(original: Any) -> Any:
         return result
 
     return from_numpy
+
+
+# --- calls of torch.ops.aten.<op>.<overload> and torch.ops.aten.<op> ---------------------
+#
+# A C++ warning raised inside such a call never becomes a Python warning: torch runs these
+# calls without its Python warning handler, so the debug mode's "called a synchronizing CUDA
+# operation" goes to stderr, past the audit. The wrappers judge the call themselves, before
+# delegating: the aten spellings of ``to`` (``_to_copy``) and ``copy_`` as those methods are
+# judged, every other op by the simulation's table of the aten ops that sync (``RULES``),
+# when every tensor it is given lives on an accelerator (where that table holds as it holds
+# in simulation). Not judged: the ops the audit's own dispatch mode runs, calls under another
+# dispatch mode (it decides what runs; its own call of the op is judged where it makes it),
+# and tensors of subclasses with a dispatch of their own (fake, functional, DTensor).
+
+_NO_DISPATCH = _Tensor.__torch_dispatch__  # a subclass that keeps it runs the real kernel
+_Op, _Packet = torch._ops.OpOverload, torch._ops.OpOverloadPacket
+_len_dispatch_modes = torch._C._len_torch_dispatch_stack
+_dispatch_mode_at = torch._C._get_dispatch_stack_at
+_NOTHING_LIFTED = TensorSet()
+_TO_COPY = "aten::_to_copy"
+_COPY = "aten::copy_"
+_TO_COPY_KEYWORDS = frozenset(
+    {"dtype", "layout", "device", "pin_memory", "non_blocking", "memory_format"}
+)
+_JUDGED = frozenset({f"aten::{name}" for name in RULES if name != "lift_fresh"} | {_TO_COPY, _COPY})
+
+
+def wrap_op_call(original: Any) -> Any:
+    """``OpOverload.__call__``: ``torch.ops.aten.nonzero.default(x)``."""
+
+    @functools.wraps(original)
+    def __call__(*args: Any, **kwargs: Any) -> Any:
+        if not _ACTIVE.get() or _is_compiling() or type(args[0] if args else None) is not _Op:
+            return original(*args, **kwargs)
+        name = args[0]._overloadpacket._qualified_op_name
+        if name not in _JUDGED or owner(sys._getframe(1).f_code.co_filename) == "syncguard":
+            return original(*args, **kwargs)
+        return _call_judged(original, name, args[0], args, kwargs)
+
+    return __call__
+
+
+def wrap_packet_call(original: Any) -> Any:
+    """``OpOverloadPacket.__call__``: ``torch.ops.aten.nonzero(x)``, judged as the overload
+    torch resolves it to."""
+
+    @functools.wraps(original)
+    def __call__(*args: Any, **kwargs: Any) -> Any:
+        if not _ACTIVE.get() or _is_compiling() or type(args[0] if args else None) is not _Packet:
+            return original(*args, **kwargs)
+        name = args[0]._qualified_op_name
+        if name not in _JUDGED or owner(sys._getframe(1).f_code.co_filename) == "syncguard":
+            return original(*args, **kwargs)
+        return _call_judged(original, name, None, args, kwargs)
+
+    return __call__
+
+
+def _call_judged(
+    original: Any, name: str, overload: Any, call: tuple[Any, ...], kwargs: dict[str, Any]
+) -> Any:
+    """Judge ``original(*call, **kwargs)``, a call of the op ``name`` (``call[0]`` is the
+    OpOverload, or the packet when ``overload`` is None), then make it; the result of a
+    (simulated) copy to the host is host memory."""
+    args = call[1:]
+    tensors = tuple(tensors_in((*args, *kwargs.values())))
+    if _foreign_modes() or any(type(t).__torch_dispatch__ is not _NO_DISPATCH for t in tensors):
+        return original(*call, **kwargs)  # no kernel runs here (fake, functional, DTensor...)
+    if name == _TO_COPY:
+        tensor = args[0] if len(args) == 1 and isinstance(args[0], _Tensor) else None
+        copy = _to_copy_call(kwargs) if tensor is not None else None
+        if tensor is None or copy is None:
+            return original(*call, **kwargs)
+        simulated = _judge(_judge_to, tensors, tensor, *copy)
+        result = original(*call, **kwargs)
+        return _host_alias(tensor, result) if simulated else result
+    if name == _COPY:
+        found = copy_call(args, kwargs)
+        if found is not None:
+            _deliver_transfer(_judge(_judge_copy, found[:2], *found))
+        return original(*call, **kwargs)
+    sync = _judge(_judge_op, tensors, call[0], overload, args, kwargs, tensors)
+    if sync is not None:
+        _audit.deliver(sync[0], sync[1], simulated=False)
+    return original(*call, **kwargs)
+
+
+def _foreign_modes() -> bool:
+    """True under a dispatch mode other than this thread's simulation mode: that mode
+    decides what runs (and its own call of the op is judged where it makes it)."""
+    count = _len_dispatch_modes()
+    if not count:
+        return False
+    own = _dispatch.current().mode
+    return any(_dispatch_mode_at(index) is not own for index in range(count))
+
+
+def _to_copy_call(kwargs: dict[str, Any]) -> tuple[Any, bool] | None:
+    """(target device, non_blocking) of ``_to_copy(self, *, dtype, layout, device, ...)``."""
+    non_blocking = kwargs.get("non_blocking", False)
+    if not kwargs.keys() <= _TO_COPY_KEYWORDS or type(non_blocking) is not bool:
+        return None
+    target = _device(kwargs.get("device"))
+    return None if target is None or target is _UNKNOWN else (target, non_blocking)
+
+
+def _judge_op(
+    called: Any,
+    overload: Any,
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
+    tensors: tuple[torch.Tensor, ...],
+) -> tuple[str, str] | None:
+    """(kind, detail) when the op syncs by the simulation's table; None when it does not,
+    or when some tensor is not on an accelerator (the table assumes they all are)."""
+    if not tensors or any(_device_type(tensor) in ("cpu", "meta") for tensor in tensors):
+        return None
+    try:
+        if overload is None:  # a packet: the overload torch resolves the arguments to
+            resolved = torch._C._jit_resolve_packet(called._qualified_op_name, *args, **kwargs)
+            overload = getattr(called, resolved)
+        rule = RULES[overload._overloadpacket.__name__]
+        kind = rule(overload, args, kwargs, _NOTHING_LIFTED)
+    except Exception:  # a call the op rejects: it raises its own error, unjudged
+        return None
+    return None if kind is None else (kind, f"torch.ops.{overload}")
 
 
 def _signature(original: Any) -> inspect.Signature | None:
