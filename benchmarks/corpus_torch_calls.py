@@ -19,6 +19,8 @@ import collections
 import os
 import sys
 
+from syncguard.conditions import dotted_name
+
 
 def _aliases(tree: ast.Module) -> dict[str, str]:
     """Local name -> the torch module or object it stands for."""
@@ -40,17 +42,6 @@ def _aliases(tree: ast.Module) -> dict[str, str]:
     return found
 
 
-def _dotted(node: ast.expr) -> str | None:
-    parts = []
-    while isinstance(node, ast.Attribute):
-        parts.append(node.attr)
-        node = node.value
-    if not isinstance(node, ast.Name):
-        return None
-    parts.append(node.id)
-    return ".".join(reversed(parts))
-
-
 def torch_calls(path: str) -> collections.Counter[str]:
     """Qualified ``torch.*`` names called in the file at ``path``."""
     counts: collections.Counter[str] = collections.Counter()
@@ -63,7 +54,7 @@ def torch_calls(path: str) -> collections.Counter[str]:
     for node in ast.walk(tree):
         if not isinstance(node, ast.Call):
             continue
-        dotted = _dotted(node.func)
+        dotted = dotted_name(node.func)
         if dotted is None:
             continue
         head, _, rest = dotted.partition(".")

@@ -60,6 +60,17 @@ def match_op(
     return None
 
 
+def literal(node: ast.expr | None) -> object:
+    """The value of a literal argument (``2``, ``-1``, ``"nuc"``, ``None``); ``...`` (the
+    Ellipsis) when ``node`` is absent or not a literal."""
+    if node is None:
+        return ...
+    try:
+        return ast.literal_eval(node)
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        return ...
+
+
 def is_zero_or_absent(node: ast.expr | None) -> bool:
     """True for a literal ``0`` / ``0.0`` (or no argument at all)."""
     return node is None or (

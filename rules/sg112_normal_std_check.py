@@ -5,7 +5,7 @@ from __future__ import annotations
 import ast
 
 from syncguard.rule import Context, Invalid, Rule, Valid
-from syncguard.rules._ops import is_device_tensor, short
+from syncguard.rules._ops import is_device_tensor, literal, short
 from syncguard.values import SCALAR
 
 
@@ -83,7 +83,8 @@ class Noise(nn.Module):
             return
         mean = node.args[0] if node.args else None
         mean = mean or next((k.value for k in node.keywords if k.arg == "mean"), None)
-        if mean is None or SCALAR in ctx.value(mean).tags or _is_number(mean):
+        number = literal(mean)
+        if mean is None or SCALAR in ctx.value(mean).tags or isinstance(number, (int, float)):
             return
         mean_text = short(ctx, mean, 24) if mean is not None else "mean"
         ctx.report(
@@ -94,9 +95,3 @@ class Noise(nn.Module):
                 "without the host-side check"
             ),
         )
-
-
-def _is_number(node: ast.expr) -> bool:
-    if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
-        node = node.operand
-    return isinstance(node, ast.Constant) and isinstance(node.value, (int, float))

@@ -5,7 +5,7 @@ from __future__ import annotations
 import ast
 
 from syncguard.rule import Context, Invalid, Rule, Valid
-from syncguard.rules._ops import Op, match_op, short
+from syncguard.rules._ops import Op, literal, match_op, short
 
 _ON_HOST = "computes on the host (the matrix is copied to the CPU and back)"
 _INFO = "checks the solver's `info` code on the host"
@@ -196,28 +196,12 @@ def _linalg_call(node: ast.Call, ctx: Context) -> Op | None:
 
 def _norm_reason(op: Op) -> str | None:
     position, keyword = _NORMS[op.name]
-    order = op.argument(position, keyword)
-    if not isinstance(order, (ast.Constant, ast.UnaryOp)):
-        return None
-    text = ast.literal_eval(order) if _literal(order) else None
-    if text == "nuc" or (op.name == "linalg.matrix_norm" and text in (2, -2)):
+    order = literal(op.argument(position, keyword))
+    if order == "nuc" or (op.name == "linalg.matrix_norm" and order in (2, -2)):
         return _VIA_SVD
     return None
 
 
-def _literal(node: ast.expr) -> bool:
-    try:
-        ast.literal_eval(node)
-    except ValueError:
-        return False
-    return True
-
-
 def _negative(node: ast.expr | None) -> bool:
-    return (
-        isinstance(node, ast.UnaryOp)
-        and isinstance(node.op, ast.USub)
-        and isinstance(node.operand, ast.Constant)
-        and isinstance(node.operand.value, int)
-        and node.operand.value > 0
-    )
+    power = literal(node)
+    return isinstance(power, int) and not isinstance(power, bool) and power < 0

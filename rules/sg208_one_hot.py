@@ -5,7 +5,7 @@ from __future__ import annotations
 import ast
 
 from syncguard.rule import Context, Invalid, Rule, Valid
-from syncguard.rules._ops import match_op
+from syncguard.rules._ops import literal, match_op
 
 
 class OneHotSync(Rule):
@@ -62,19 +62,10 @@ class Embed(nn.Module):
         if op is None or op.is_method or not op.args:
             return
         classes = op.argument(1, "num_classes")
-        if classes is not None and not _is_minus_one(classes):
+        if classes is not None and literal(classes) != -1:
             return
         ctx.report(
             node,
             subject=op.args[0],
             suggestion=f"`F.one_hot({ctx.source(op.args[0])}, num_classes=<n>)`",
         )
-
-
-def _is_minus_one(node: ast.expr) -> bool:
-    return (
-        isinstance(node, ast.UnaryOp)
-        and isinstance(node.op, ast.USub)
-        and isinstance(node.operand, ast.Constant)
-        and node.operand.value == 1
-    )

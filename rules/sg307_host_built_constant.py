@@ -5,7 +5,7 @@ from __future__ import annotations
 import ast
 
 from syncguard.rule import Context, Invalid, Rule, Valid
-from syncguard.rules._ops import is_zero_or_absent, short
+from syncguard.rules._ops import literal, short
 
 # torch.masked reductions and normalisations whose mask arguments make them build a fill value
 _MASKED = (
@@ -120,7 +120,7 @@ class Spectrogram(nn.Module):
             )
         elif module in ("torch.masked", "torch.masked._ops") and name in _MASKED and node.args:
             masks = [keywords[key] for key in _MASKS if key in keywords]
-            if not masks or all(_is_none(mask) for mask in masks):
+            if not masks or all(literal(mask) is None for mask in masks):
                 return
             ctx.report(
                 node,
@@ -133,7 +133,11 @@ class Spectrogram(nn.Module):
             )
         elif module == "torch.signal.windows" and name in _WINDOWS and node.args:
             device = keywords.get("device")
-            if device is None or _names_cpu(device) or _shorter_than_two(node.args[0]):
+            if (
+                device is None
+                or str(literal(device)).startswith("cpu")
+                or _shorter_than_two(node.args[0])
+            ):
                 return
             ctx.report(
                 node,
@@ -143,13 +147,5 @@ class Spectrogram(nn.Module):
             )
 
 
-def _is_none(node: ast.expr) -> bool:
-    return isinstance(node, ast.Constant) and node.value is None
-
-
-def _names_cpu(node: ast.expr) -> bool:
-    return isinstance(node, ast.Constant) and str(node.value).startswith("cpu")
-
-
 def _shorter_than_two(node: ast.expr) -> bool:
-    return is_zero_or_absent(node) or (isinstance(node, ast.Constant) and node.value == 1)
+    return literal(node) in (0, 1)

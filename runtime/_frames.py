@@ -15,7 +15,9 @@ import bisect
 import dis
 import linecache
 import os
+import site
 import sys
+import sysconfig
 import warnings
 from dataclasses import dataclass
 from functools import lru_cache
@@ -73,8 +75,26 @@ def _inductor_cache(module: object) -> str:
         return ""
 
 
+@lru_cache(maxsize=1)
+def _stdlib_dirs() -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """(the standard library's folders, the site-packages folders that may sit inside them)."""
+    paths = sysconfig.get_paths()
+    stdlib = {os.path.abspath(paths[key]) + os.sep for key in ("stdlib", "platstdlib")}
+    packages = {os.path.abspath(paths[key]) + os.sep for key in ("purelib", "platlib")}
+    packages.update(os.path.abspath(path) + os.sep for path in site.getsitepackages())
+    return tuple(sorted(stdlib)), tuple(sorted(packages))
+
+
+def _in_stdlib(path: str) -> bool:
+    """The standard library (contextlib, functools, threading...) is never the user's line:
+    a sync inside it is attributed to the user's frame that called into it."""
+    stdlib, packages = _stdlib_dirs()
+    return path.startswith(stdlib) and not path.startswith(packages)
+
+
 def owner(filename: str) -> str:
-    """``"syncguard"`` (the audit), ``"foreign"`` (torch, pytest, pluggy) or ``"user"``."""
+    """``"syncguard"`` (the audit), ``"foreign"`` (torch, pytest, pluggy, the standard
+    library, torch.compile's generated code) or ``"user"``."""
     dirs = _package_dirs()
     cached = _owner_cache.get(filename)
     if cached is not None:
@@ -84,7 +104,11 @@ def owner(filename: str) -> str:
     audit_module = folder == _RUNTIME_DIR and (name.startswith("_") or name in _AUDIT_MODULES)
     if path == _WARNINGS_FILE or audit_module:
         result = "syncguard"
-    elif path.startswith(_FX_GENERATED) or any(path.startswith(folder) for folder in dirs):
+    elif (
+        path.startswith(_FX_GENERATED)
+        or any(path.startswith(folder) for folder in dirs)
+        or _in_stdlib(path)
+    ):
         result = "foreign"
     else:
         result = "user"
@@ -254,6 +278,10 @@ def _describe_call(node: ast.Call, source: str) -> CallSite:
         return CallSite(f"{func.id}()", kind, func.id, source, node)
     if isinstance(func, ast.Attribute):
         receiver = _dotted(func.value)
+        op = _aten_op(f"{receiver}.{func.attr}")
+        if op:  # torch.ops.aten.nonzero.default(x), aten.nonzero(x): named in full
+            kind = _METHOD_KINDS.get(op, SCALAR_CONVERSION)
+            return CallSite(f"{receiver}.{func.attr}()", kind, op, source, node)
         label = f"{receiver}.{func.attr}()" if receiver in _MODULE_NAMES else f".{func.attr}()"
         if func.attr == "to":
             kind = DEVICE_TO_HOST if "cpu" in source else HOST_TO_DEVICE
@@ -283,6 +311,14 @@ def _describe_subscript(node: ast.AST | None, opname: str, source: str) -> CallS
     constant_index = isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Constant)
     kind = HOST_TO_DEVICE if storing and constant_index else DATA_DEPENDENT_SHAPE
     return CallSite(label, kind, "[]", source, node)
+
+
+def _aten_op(dotted: str) -> str:
+    """``nonzero`` for ``torch.ops.aten.nonzero.default`` or ``aten.nonzero``; "" otherwise."""
+    parts = dotted.split(".")
+    if "aten" not in parts[:-1]:
+        return ""
+    return parts[parts.index("aten") + 1]
 
 
 def _dotted(node: ast.AST) -> str:

@@ -244,6 +244,8 @@ def _targets() -> list[tuple[Any, str, Callable[[Any], Any]]]:
         (torch.cuda.Event, "synchronize", wrappers.wrap_explicit("Event.synchronize")),
         (torch.cuda.CUDAGraph, "capture_begin", _wrap_capture_begin),
         (torch.cuda.CUDAGraph, "capture_end", _wrap_capture_end),
+        (torch._ops.OpOverload, "__call__", wrappers.wrap_op_call),
+        (torch._ops.OpOverloadPacket, "__call__", wrappers.wrap_packet_call),
     ]
     accelerator = getattr(torch, "accelerator", None)
     if accelerator is not None and hasattr(accelerator, "synchronize"):

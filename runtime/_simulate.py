@@ -59,7 +59,8 @@ def is_host(tensor: torch.Tensor) -> bool:
     return tensor in HOST_TENSORS
 
 
-def _tensors(args: tuple[Any, ...] | list[Any]) -> Iterator[torch.Tensor]:
+def tensors_in(args: tuple[Any, ...] | list[Any]) -> Iterator[torch.Tensor]:
+    """The tensors among ``args`` and in the lists and tuples among them."""
     for arg in args:
         if isinstance(arg, torch.Tensor):
             yield arg
@@ -69,7 +70,7 @@ def _tensors(args: tuple[Any, ...] | list[Any]) -> Iterator[torch.Tensor]:
 
 def _all_host(args: tuple[Any, ...]) -> bool:
     found = False
-    for tensor in _tensors(args):
+    for tensor in tensors_in(args):
         if tensor not in HOST_TENSORS:
             return False
         found = True
@@ -174,7 +175,7 @@ def _nonempty(kind: str) -> Rule:
     def rule(
         func: Any, args: tuple[Any, ...], kwargs: dict[str, Any], lifted: TensorSet
     ) -> str | None:
-        return kind if any(tensor.numel() for tensor in _tensors(args)) else None
+        return kind if any(tensor.numel() for tensor in tensors_in(args)) else None
 
     return rule
 
@@ -301,6 +302,10 @@ def _lift_fresh(
 RULES: dict[str, Rule] = {
     "lift_fresh": _lift_fresh,
     "_local_scalar_dense": _always(SCALAR_CONVERSION),
+    # composite ops: the dispatch mode sees the ops they run (above), a torch.ops call of
+    # one on the CUDA path only the op itself (see _wrappers)
+    "item": _always(SCALAR_CONVERSION),
+    "argwhere": _always(DATA_DEPENDENT_SHAPE),
     "is_nonzero": _always(SCALAR_CONVERSION),
     "allclose": _always(SCALAR_CONVERSION),
     "_linalg_check_errors": _always(SCALAR_CONVERSION),
@@ -382,6 +387,12 @@ class SimulatedSyncMode(TorchDispatchMode):
         self._report = report
         self._lifted = TensorSet()
 
+    @classmethod
+    def _should_skip_dynamo(cls) -> bool:
+        """Keep ``__torch_dispatch__`` unwrapped: torch's wrapper imports torch._dynamo on
+        the first op (seconds per process), and this mode never compiles anything."""
+        return False
+
     def __torch_dispatch__(
         self,
         func: Any,
@@ -400,6 +411,6 @@ class SimulatedSyncMode(TorchDispatchMode):
         if func is torch.ops.aten.lift_fresh.default:
             self._lifted.add(result)
         elif len(HOST_TENSORS) and _all_host(args):
-            for tensor in _tensors(result if isinstance(result, (tuple, list)) else (result,)):
+            for tensor in tensors_in(result if isinstance(result, (tuple, list)) else (result,)):
                 HOST_TENSORS.add(tensor)
         return result

@@ -155,11 +155,14 @@ class SyncAudit:
         self.allowed.clear()
         self._first_seen.clear()
 
-    def report(self) -> str:
-        """A plain-text table of the syncs grouped by call site, then the allowed ones."""
-        return render(
-            f"syncguard sync audit ({self.mode})", self.events, self.allowed, self.detection
-        )
+    def report(self, *, rich: bool | None = None) -> str:
+        """The syncs grouped by call site, then the allowed ones, as a table.
+
+        ``rich=None`` draws rich tables when standard output is a terminal and plain text
+        otherwise; ``True`` / ``False`` choose.
+        """
+        title = f"syncguard sync audit ({self.mode})"
+        return render(title, self.events, self.allowed, self.detection, rich=rich)
 
     def to_json(self) -> str:
         """The events, allowed events and per-site counts as a JSON document."""
@@ -484,6 +487,11 @@ def deliver(
     if raising is not None:
         raise SyncError(raising)
     return True
+
+
+def simulating() -> bool:
+    """True when a simulated audit is active in this context."""
+    return any(item.live and item.simulated for item in ACTIVE.get())
 
 
 def mentions_cpu() -> bool:

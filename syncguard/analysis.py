@@ -44,10 +44,12 @@ from syncguard.naming import (
 from syncguard.receivers import annotation_type, union
 from syncguard.rule import Rule
 from syncguard.scope import Scope
+from syncguard.torch_api import GRAD_SCALERS, torch_name
 from syncguard.values import (
     BOOL,
     DEVICE,
     FORWARDED,
+    GRAD_SCALER,
     HOST,
     INDEX,
     NOT_NONE,
@@ -603,7 +605,9 @@ class FileAnalyzer(Walker):
             declared = annotation_type(argument.annotation)
             if declared is not None and argument.arg != self_name:
                 types[argument.arg] = declared
-            if TENSOR_ANNOTATION.match(annotation.strip("'\"")) and not known.on_host:
+            if torch_name(annotated, self.imports) in GRAD_SCALERS:
+                env[argument.arg] = known.with_tags(GRAD_SCALER)
+            elif TENSOR_ANNOTATION.match(annotation.strip("'\"")) and not known.on_host:
                 env[argument.arg] = known.with_tags(TENSOR)
             elif SEQUENCE_ANNOTATION.match(annotation):
                 env[argument.arg] = known.with_tags(PYSEQ)

@@ -218,7 +218,7 @@ def _run_check(args: argparse.Namespace) -> int:
     from syncguard.config import ConfigError
     from syncguard.diagnostics import UnanalysableFile, problem_findings
     from syncguard.hierarchy import show
-    from syncguard.reporting import WRITERS, summary, write_statistics
+    from syncguard.reporting import WRITERS, display, summary, write_statistics
 
     try:
         settings = _settings(args)
@@ -262,21 +262,29 @@ def _run_check(args: argparse.Namespace) -> int:
         [*result.findings, *problem_findings(result.problems)], key=lambda f: f.sort_key
     )
     rules = {**result.rules, UnanalysableFile.code: UnanalysableFile}
+    for_people = output_format in ("full", "concise")
     with contextlib.ExitStack() as files:
         try:
             stream = files.enter_context(_report_file(args.output_file))
         except OSError as error:
             return _error(f"{args.output_file}: cannot write the report: {error.strerror or error}")
         output = _Output(stream)
-        color = (
-            (stream or sys.stdout).isatty() and not args.no_color and "NO_COLOR" not in os.environ
-        )
+        shown = display(stream or sys.stdout, args.no_color)
 
         def report(out: TextIO) -> None:
-            if args.statistics:  # the counts instead of the findings, as ruff does
+            if args.statistics and for_people and shown.rich:  # a table for people
+                from syncguard import terminal
+
+                terminal.write_statistics(entries, rules, terminal.console(out, shown.color))
+            elif args.statistics:  # the counts instead of the findings, as ruff does
                 write_statistics(entries, rules, out, output_format in ("json", "sarif"))
+            elif for_people and shown.color:
+                from syncguard import terminal
+
+                draw = terminal.write_full if output_format == "full" else terminal.write_concise
+                draw(entries, rules, terminal.console(out, color=True))
             else:
-                WRITERS[output_format](entries, rules, out, color)
+                WRITERS[output_format](entries, rules, out)
 
         def closing(out: TextIO) -> None:
             if output_format in ("full", "concise") and not args.quiet:
@@ -285,13 +293,13 @@ def _run_check(args: argparse.Namespace) -> int:
                     out.write(fix_note + "\n")
 
         output.write(report)
-        for problem in result.problems:  # also where people read while tools read stdout
-            sys.stderr.write(f"{problem}\n")
-        for warning in result.warnings:
-            sys.stderr.write(f"syncguard: warning: {warning}\n")
+        # Also where people read while tools read stdout.
+        output.notes([str(problem) for problem in result.problems])
+        output.notes([f"syncguard: warning: {warning}" for warning in result.warnings])
         if not args.quiet:
-            for key in stale:
-                sys.stderr.write(f"syncguard: stale baseline entry (nothing matches it): {key}\n")
+            output.notes(
+                [f"syncguard: stale baseline entry (nothing matches it): {key}" for key in stale]
+            )
         output.write(closing)
     if result.problems:
         return EXIT_ERROR
@@ -369,38 +377,49 @@ class _Output:
             produce(out)
             out.flush()
         except BrokenPipeError:
-            _discard_stdout()
+            _discard(out)
         except OSError as error:
-            _discard_stdout()
+            _discard(out)
             if not self.failed:
                 self.failed = True
                 _error(f"cannot write the output: {error.strerror or error}")
+
+    def notes(self, lines: Sequence[str]) -> None:
+        """``lines`` on stderr, which may be the same closed pipe (``2>&1 | head``)."""
+        try:
+            for line in lines:
+                sys.stderr.write(f"{line}\n")
+            sys.stderr.flush()
+        except BrokenPipeError:
+            _discard(sys.stderr)
 
     def status(self, status: int) -> int:
         return EXIT_ERROR if self.failed else status
 
 
-def _discard_stdout() -> None:
-    """Send what stdout still holds, and anything written later, to the null device (so
+def _discard(stream: TextIO) -> None:
+    """Send what ``stream`` still holds, and anything written later, to the null device (so
     that the flush at exit raises nothing)."""
     try:
         null = os.open(os.devnull, os.O_WRONLY)
         try:
-            os.dup2(null, sys.stdout.fileno())
+            os.dup2(null, stream.fileno())
         finally:
             os.close(null)
     except (OSError, ValueError, AttributeError):  # no descriptor (a test's capture)
         pass
 
 
-def progress_bar(output_format: str | None) -> ProgressBar | None:
-    """A progress bar on stderr when it is a terminal and the output is meant for people
-    (never with json, sarif or github output, which tools read)."""
+def progress_bar(output_format: str | None, no_color: bool = False) -> ProgressBar | None:
+    """A progress bar on stderr when it is a terminal (not a dumb one) and the output is
+    meant for people (never with json, sarif or github output, which tools read)."""
     from syncguard.progress import ProgressBar
+    from syncguard.reporting import display
 
     if output_format not in (None, "full", "concise") or not sys.stderr.isatty():
         return None
-    return ProgressBar(sys.stderr)
+    shown = display(sys.stderr, no_color)
+    return ProgressBar(sys.stderr, color=shown.color) if shown.rich else None
 
 
 def _lint(args: argparse.Namespace, settings: Settings) -> LintResult:
@@ -457,7 +476,7 @@ def _jobs(asked: int | None) -> int:
 @contextlib.contextmanager
 def _progress(args: argparse.Namespace) -> Iterator[ProgressBar | None]:
     """A progress bar for the per-file phase where one is wanted, erased afterwards."""
-    progress = progress_bar(args.output_format)
+    progress = progress_bar(args.output_format, args.no_color)
     try:
         yield progress
     finally:
@@ -472,8 +491,7 @@ def _diff(args: argparse.Namespace, settings: Settings) -> int:
     run = _fix(args, settings)
     output = _Output()
     output.write(lambda out: out.write(unified_diff(run.original, run.fixed)))
-    for problem in run.result.problems:
-        sys.stderr.write(f"{problem}\n")
+    output.notes([str(problem) for problem in run.result.problems])
     if run.fixed:
         return output.status(EXIT_FINDINGS)
     return EXIT_ERROR if run.result.problems else output.status(EXIT_CLEAN)
@@ -495,7 +513,7 @@ def baseline(**params: Any) -> int:
     from syncguard.config import ConfigError
     from syncguard.workspace import project_root
 
-    args = argparse.Namespace(**params, output_format=None, stdin_filename=None)
+    args = argparse.Namespace(**params, output_format=None, stdin_filename=None, no_color=False)
     args.paths = list(args.paths) or ["."]
     try:
         settings = _settings(args)
@@ -549,18 +567,25 @@ def rule(**params: Any) -> int:
 
 
 def _run_rule(args: argparse.Namespace) -> int:
-    from syncguard.ruledoc import rule_listing, rule_text
+    from syncguard.reporting import display
+    from syncguard.ruledoc import listing_markdown, rule_listing, rule_markdown, rule_text
     from syncguard.rules import all_rules
 
     rules = all_rules()
-    output = _Output()
-    if args.show_all or not args.code:
-        output.write(lambda out: out.write(rule_listing(rules, args.output_format)))
-        return output.status(EXIT_CLEAN)
-    code = args.code.upper()
-    if code not in rules:
+    code = (args.code or "").upper()
+    if code and not args.show_all and code not in rules:
         return _error(f"unknown rule {args.code!r}; `syncguard rule --all` lists them")
-    output.write(lambda out: out.write(rule_text(rules[code], args.output_format)))
+    shown = display(sys.stdout)
+    output = _Output()
+    if args.output_format == "text" and shown.rich:  # a terminal: rendered Markdown
+        from syncguard import terminal
+
+        text = rule_markdown(rules[code]) if code and not args.show_all else listing_markdown(rules)
+        output.write(lambda out: terminal.write_markdown(text, terminal.console(out, shown.color)))
+    elif args.show_all or not code:
+        output.write(lambda out: out.write(rule_listing(rules, args.output_format)))
+    else:
+        output.write(lambda out: out.write(rule_text(rules[code], args.output_format)))
     return output.status(EXIT_CLEAN)
 
 
@@ -599,6 +624,22 @@ def verify_arguments(params: dict[str, Any]) -> argparse.Namespace:
     return argparse.Namespace(**{**params, "paths": list(params.get("paths", ()))})
 
 
+# ---------------------------------------------------------------- server
+
+
+@cli.command()
+def server() -> int:
+    """Run the language server on stdin/stdout, for editors: diagnostics on open and save,
+    quick fixes, suppressions and hover docs (see docs/editors.md)."""
+    try:
+        from syncguard.server import serve
+    except ImportError as error:
+        if (error.name or "").split(".")[0] not in ("pygls", "lsprotocol"):
+            raise
+        return _error("`syncguard server` needs pygls: pip install 'syncguard[server]'")
+    return serve()
+
+
 # ---------------------------------------------------------------- entry point
 
 
@@ -621,12 +662,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         sys.stderr.write("syncguard: interrupted\n")
         return 130
     except BrokenPipeError:  # help or version text to a reader that stopped reading
-        _discard_stdout()
+        _discard(sys.stdout)
         return EXIT_CLEAN
     except OSError as error:
         if error.filename is not None or error.errno not in _DEVICE_ERRORS:
             return _error(f"internal error: {type(error).__name__}: {error} (please report this)")
-        _discard_stdout()  # help or version text that the device refused
+        _discard(sys.stdout)  # help or version text that the device refused
         return _error(f"cannot write the output: {error.strerror or error}")
     except Exception as error:
         return _error(f"internal error: {type(error).__name__}: {error} (please report this)")

@@ -11,7 +11,6 @@ edited text until nothing more changes, so that a second ``--fix`` is a no-op;
 from __future__ import annotations
 
 import ast
-import difflib
 import io
 import os
 import time
@@ -25,7 +24,6 @@ from syncguard.engine import LintResult, lint_files
 from syncguard.facts import Edit, Fix
 from syncguard.reading import Unreadable, decode
 from syncguard.rule import Context
-from syncguard.writing import Skipped, linted_roots, replace_file, target_of
 
 SAFE = "safe"
 UNSAFE = "unsafe"
@@ -130,6 +128,8 @@ def fix_paths(
     progress: Callable[[int, int], None] | None = None,
 ) -> FixRun:
     """Lint ``paths``, apply the allowed fixes in memory, re-lint until stable."""
+    from syncguard.writing import linted_roots
+
     run = FixRun(roots=linted_roots(paths))
     options: dict[str, Any] = {"settings": settings, "scope": scope, "jobs": jobs}
     options["cache_dir"] = cache_dir
@@ -190,6 +190,8 @@ def _read(run: FixRun, paths: Iterable[str], started_ns: int) -> bool:
 def write_fixes(run: FixRun) -> list[str]:
     """Write the fixed files (in their own encoding, each atomically); returns a located
     message for each file not written."""
+    from syncguard.writing import Skipped, replace_file, target_of
+
     errors: list[str] = []
     written: set[str] = set()
     for path, text in sorted(run.fixed.items()):
@@ -218,6 +220,8 @@ def _diff_lines(text: str) -> list[str]:
 def unified_diff(original: Mapping[str, str], fixed: Mapping[str, str]) -> str:
     """A unified diff of every changed file, paths prefixed ``a/`` and ``b/``, that
     ``git apply`` and ``patch -p1`` accept."""
+    import difflib
+
     chunks: list[str] = []
     for path in sorted(fixed):
         before = _diff_lines(original[path])

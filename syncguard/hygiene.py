@@ -37,8 +37,9 @@ from syncguard.suppression import (
 )
 
 UNUSED, UNKNOWN, MALFORMED, NO_REASON = "SG001", "SG002", "SG003", "SG004"
-_INDEX_FILE = "suppressions-v1.index"
-Comments = tuple[tuple[int, int, str], ...]  # (line, 0-based column, text) of directives
+INDEX_FILE = "suppressions-v2.index"
+# Of each comment that may hold a directive: line, 0-based column, text, alone on its line.
+Comments = tuple[tuple[int, int, str, bool], ...]
 
 
 def reported(
@@ -51,13 +52,16 @@ def reported(
     """The findings to report: those selected for their file and not suppressed, plus the
     suppression checks of ``files`` (path -> content key, or None when unknown), sorted."""
     suppressions = Suppressions(sources)
+    directives = _directives(files, suppressions, cache_dir)
+    for path in files:  # what silences() looks up, without tokenizing the files again
+        suppressions.known[path] = {item[0]: item[2] for item in directives.get(path, ())}
     kept = [
         finding
         for finding in findings
         if not suppressions.silences(finding) and settings.reports(finding.path, finding.code)
     ]
     if any(settings.selects(code) for code in (UNUSED, UNKNOWN, MALFORMED, NO_REASON)):
-        for finding in _checks(suppressions, settings, _directives(files, suppressions, cache_dir)):
+        for finding in _checks(suppressions, settings, directives):
             if settings.reports(finding.path, finding.code) and not _listed(finding, suppressions):
                 kept.append(finding)
         kept.sort(key=lambda finding: finding.sort_key)
@@ -79,18 +83,15 @@ def _directives(
     file's content key, else read (and the index updated)."""
     from syncguard.cache import _read_pack, _write_pack
 
-    index_path = cache_dir / _INDEX_FILE if cache_dir is not None else None
+    index_path = cache_dir / INDEX_FILE if cache_dir is not None else None
     index: dict[bytes, Comments] = _read_pack(index_path) if index_path is not None else {}
     found: dict[str, Comments] = {}
     kept: dict[bytes, Comments] = {}
     changed = False
     for path, key in files.items():
-        entry = index.get(key) if key is not None and path not in suppressions.sources else None
+        entry = index.get(key) if key is not None else None
         if entry is None:
-            source = suppressions.source(path)
-            entry = ()
-            if may_suppress(source):
-                entry = tuple(item for item in comments(source) if may_suppress(item[2]))
+            entry = _comments(suppressions.source(path))
             changed = changed or key is not None
         if key is not None:
             kept[key] = entry
@@ -103,24 +104,35 @@ def _directives(
     return found
 
 
+def _comments(source: str) -> Comments:
+    """The comments of ``source`` that may hold a directive (tokenized only when the text
+    mentions one)."""
+    if not may_suppress(source):
+        return ()
+    lines = source_lines(source)
+    return tuple(
+        (line, column, text, not lines[line - 1][:column].strip())
+        for line, column, text in comments(source)
+        if may_suppress(text)
+    )
+
+
 def _checks(
     suppressions: Suppressions, settings: Settings, directives: Mapping[str, Comments]
 ) -> Iterator[Finding]:
     for path, entries in sorted(directives.items()):
-        lines = source_lines(suppressions.source(path))
-        for line, column, comment in entries:
+        for line, column, comment, alone in entries:
             if parse_comment(comment) is None:
                 continue
-            text = lines[line - 1] if 0 < line <= len(lines) else ""
-            where = _Where(path, line, column, text, comment)
+            where = _Where(path, line, column, alone, comment)
             yield from where.check(suppressions.used.get((path, line), set()), settings)
 
 
 class _Where:
     """One directive in a file, and the findings about it."""
 
-    def __init__(self, path: str, line: int, column: int, text: str, comment: str):
-        self.path, self.line, self.column, self.text = path, line, column, text
+    def __init__(self, path: str, line: int, column: int, alone: bool, comment: str):
+        self.path, self.line, self.column, self.alone = path, line, column, alone
         self.comment = comment  # the comment token, from its ``#``
         directive = parse_comment(comment)
         assert directive is not None
@@ -186,8 +198,7 @@ class _Where:
 
     def _fix(self, comment: str, description: str) -> Fix:
         """A fix making ``comment`` the line's comment (``""``: none), a LibCST codemod."""
-        alone = not self.text[: self.column].strip()
-        codemod = "set-comment-line" if alone else "set-comment"
+        codemod = "set-comment-line" if self.alone else "set-comment"
         span = Span(self.line, self.column + 1, self.line, self.column + len(self.comment) + 1)
         return Fix("safe", description, codemod, span, (comment,))
 

@@ -28,6 +28,7 @@ from syncguard.torch_api import (
     DTYPE_WORDS,
     EXTERNAL_ROOTS,
     FACTORIES,
+    GRAD_SCALERS,
     HOST_ATTRIBUTES,
     HOST_BUILTINS,
     HOST_METHODS,
@@ -52,6 +53,8 @@ from syncguard.values import (
     DEVICE,
     EVENT,
     FIELD_PREFIX,
+    FUSED,
+    GRAD_SCALER,
     HOST,
     INDEX,
     KEY_PREFIX,
@@ -268,7 +271,7 @@ class Placement(AnalyzerState):
             if root in HOST_MODULES:
                 return HOST
             if root == "torch":
-                return torch_result_kind(rest, self._torch_call_value(node, rest))
+                return self._constructed(node, rest, self._torch_call_value(node, rest))
             return self._returned(qualified, self._derived_value(node))
         if isinstance(func, ast.Name):
             name = func.id
@@ -489,6 +492,24 @@ class Placement(AnalyzerState):
             if any(OPAQUE in operand.tags for operand in operands):
                 return result.with_tags(TENSOR)  # maybe a view of what the list holds
             return result.with_tags(PAGEABLE)  # a new host tensor in ordinary memory
+        return result
+
+    def _constructed(self, node: ast.Call, function: str, result: Value) -> Value:
+        """What ``torch.<function>(...)`` returns (:func:`torch_result_kind`), and what its
+        constructor call says of it: a gradient scaler, unless built for the CPU or with
+        ``enabled=False``; an object built with ``fused=True``."""
+        if function in GRAD_SCALERS:
+            device = node.args[0] if function.startswith("amp.") and node.args else None
+            device = self._keyword(node, "device") or device
+            enabled = self._keyword(node, "enabled")
+            on_cpu = isinstance(device, ast.Constant) and device.value == "cpu"
+            if on_cpu or (isinstance(enabled, ast.Constant) and enabled.value is False):
+                return HOST
+            return HOST.with_tags(GRAD_SCALER)
+        fused = self._keyword(node, "fused")
+        result = torch_result_kind(function, result)
+        if isinstance(fused, ast.Constant) and fused.value is True:
+            return result.with_tags(FUSED)
         return result
 
     def _asks_pinned(self, node: ast.Call) -> bool:

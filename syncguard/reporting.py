@@ -6,8 +6,10 @@ Reporters only see findings and rule metadata; they know nothing of analysis.
 from __future__ import annotations
 
 import json
+import os
 from collections import Counter
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, TextIO
 
 from syncguard.facts import Edit, Fix, source_lines
@@ -16,14 +18,30 @@ from syncguard.rule import Rule
 from syncguard.sarif import write_sarif
 
 
-class _Style:
-    """ANSI styling, switched off when not writing to a terminal."""
+@dataclass(frozen=True)
+class Display:
+    """How output meant for a person is drawn: with rich (tables, Markdown, code frames)
+    or as plain text, and in colour or not."""
 
-    def __init__(self, enabled: bool) -> None:
-        self.enabled = enabled
+    rich: bool
+    color: bool
 
-    def __call__(self, text: str, code: str) -> str:
-        return f"\x1b[{code}m{text}\x1b[0m" if self.enabled else text
+
+def display(stream: TextIO, no_color: bool = False) -> Display:
+    """The display for ``stream``: rich on a terminal, plain text elsewhere (what tools
+    and logs read). ``NO_COLOR`` (or ``--no-color``) turns colours off, ``FORCE_COLOR``
+    turns rich and colours on where there is no terminal, ``TERM=dumb`` turns both off
+    unless forced."""
+    forced = os.environ.get("FORCE_COLOR", "") not in ("", "0")
+    terminal = forced or (_isatty(stream) and os.environ.get("TERM") != "dumb")
+    return Display(terminal, terminal and not no_color and not os.environ.get("NO_COLOR"))
+
+
+def _isatty(stream: TextIO) -> bool:
+    try:
+        return stream.isatty()
+    except (AttributeError, ValueError):  # closed, or not a file
+        return False
 
 
 def fix_json(fix: Fix | None, edits: Sequence[Edit] = ()) -> dict[str, Any] | None:
@@ -79,63 +97,88 @@ def _location(finding: Finding) -> str:
     return f"{finding.path}:{finding.span.line}:{finding.span.column}"
 
 
-def write_full(
-    findings: Sequence[Finding], rules: Mapping[str, type[Rule]], out: TextIO, color: bool
-) -> None:
-    style = _Style(color)
+@dataclass(frozen=True)
+class Frame:
+    """What the full format shows of one finding, before any styling."""
+
+    finding: Finding
+    width: int  # of the line-number gutter
+    rows: tuple[tuple[int, str], ...]  # the source lines shown: (number, text)
+    caret: tuple[str, int] | None  # under the flagged line: blank prefix, number of carets
+    fix: tuple[str, str] | None  # ("fix" or "unsafe fix", what it does)
+
+    @property
+    def location(self) -> str:
+        return _location(self.finding)
+
+
+def frame(finding: Finding, lines: Sequence[str]) -> Frame:
+    """The code frame of ``finding`` in a file of ``lines``."""
+    line = finding.span.line
+    width = len(str(min(line + 1, len(lines)) or line))
+    rows = tuple(
+        (number, lines[number - 1].rstrip())
+        for number in range(max(1, line - 1), min(line, len(lines)) + 1)
+    )
+    caret = None
+    if lines and line <= len(lines):
+        text = lines[line - 1]
+        start = finding.span.column - 1
+        end = finding.span.end_column - 1 if finding.span.end_line == line else len(text)
+        # Tabs stay tabs, so that the carets line up under the code as the terminal shows it.
+        caret = ("".join(c if c == "\t" else " " for c in text[:start]), max(1, end - start))
+    fix = None
+    if finding.fix is not None:
+        marker = "fix" if finding.fix.applicability == "safe" else "unsafe fix"
+        fix = (marker, finding.fix.description)
+    return Frame(finding, width, rows, caret, fix)
+
+
+def frames(findings: Sequence[Finding]) -> Iterator[Frame]:
+    """The frames of ``findings``, each file read once."""
     cache: dict[str, list[str]] = {}
     for finding in findings:
-        level = style(finding.severity, "1;31" if finding.severity == "error" else "1;33")
-        out.write(
-            f"{style(_location(finding), '1')}: {style(finding.code, '1;31')} [{level}] "
-            f"{finding.message}\n"
-        )
-        lines = _read_lines(finding.path, cache)
-        line = finding.span.line
-        width = len(str(min(line + 1, len(lines)) or line))
-        gutter = " " * width
-        out.write(f"{gutter} {style('|', '34')}\n")
-        for number in range(max(1, line - 1), min(line, len(lines)) + 1):
-            text = lines[number - 1].rstrip()
-            out.write(f"{style(str(number).rjust(width), '34')} {style('|', '34')} {text}\n")
-        if lines and line <= len(lines):
-            text = lines[line - 1]
-            start = finding.span.column - 1
-            end = finding.span.end_column - 1 if finding.span.end_line == line else len(text)
-            carets = "^" * max(1, end - start)
-            out.write(
-                f"{gutter} {style('|', '34')} {' ' * start}{style(carets, '1;31')} "
-                f"{style(finding.code, '1;31')}\n"
-            )
-        out.write(f"{gutter} {style('|', '34')}\n")
+        yield frame(finding, _read_lines(finding.path, cache))
+
+
+def write_full(findings: Sequence[Finding], rules: Mapping[str, type[Rule]], out: TextIO) -> None:
+    """Each finding with its code frame, hot reason, chain, help and fix (plain text; the
+    coloured form is :func:`syncguard.terminal.write_full`)."""
+    for shown in frames(findings):
+        finding, gutter = shown.finding, " " * shown.width
+        out.write(f"{shown.location}: {finding.code} [{finding.severity}] {finding.message}\n")
+        out.write(f"{gutter} |\n")
+        for number, text in shown.rows:
+            out.write(f"{str(number).rjust(shown.width)} | {text}\n")
+        if shown.caret is not None:
+            out.write(f"{gutter} | {shown.caret[0]}{'^' * shown.caret[1]} {finding.code}\n")
+        out.write(f"{gutter} |\n")
         if finding.hot:
-            out.write(f"{gutter} {style('=', '34')} {style('hot', '1')}: {finding.hot}\n")
+            out.write(f"{gutter} = hot: {finding.hot}\n")
         if len(finding.chain) > 1:
-            out.write(f"{gutter} {style('=', '34')} {style('chain', '1')}:\n")
+            out.write(f"{gutter} = chain:\n")
             for step in finding.chain:
                 out.write(f"{gutter}     {step}\n")
-        out.write(f"{gutter} {style('=', '34')} {style('help', '1;36')}: {finding.suggestion}\n")
-        if finding.fix is not None:
-            marker = "fix" if finding.fix.applicability == "safe" else "unsafe fix"
-            out.write(f"{gutter} {style('=', '34')} {marker}: {finding.fix.description}\n")
+        out.write(f"{gutter} = help: {finding.suggestion}\n")
+        if shown.fix is not None:
+            out.write(f"{gutter} = {shown.fix[0]}: {shown.fix[1]}\n")
         out.write("\n")
 
 
 def write_concise(
-    findings: Sequence[Finding], rules: Mapping[str, type[Rule]], out: TextIO, color: bool
+    findings: Sequence[Finding], rules: Mapping[str, type[Rule]], out: TextIO
 ) -> None:
-    style = _Style(color)
     for finding in findings:
-        where = f" [{finding.hot}]" if finding.hot else " [not hot]" if finding.chain else ""
-        out.write(
-            f"{style(_location(finding), '1')}: {style(finding.code, '1;31')} "
-            f"{finding.message}{where}\n"
-        )
+        out.write(f"{_location(finding)}: {finding.code} {finding.message}{hot_note(finding)}\n")
 
 
-def write_json(
-    findings: Sequence[Finding], rules: Mapping[str, type[Rule]], out: TextIO, color: bool
-) -> None:
+def hot_note(finding: Finding) -> str:
+    """Why the finding's function is hot, in brackets ("" for a file that could not be
+    analysed)."""
+    return f" [{finding.hot}]" if finding.hot else " [not hot]" if finding.chain else ""
+
+
+def write_json(findings: Sequence[Finding], rules: Mapping[str, type[Rule]], out: TextIO) -> None:
     sources: dict[str, str | None] = {}
     rows = [finding_json(f, rules, current_fix_edits(f, sources)) for f in findings]
     json.dump(rows, out, indent=2)
@@ -159,9 +202,7 @@ def current_fix_edits(finding: Finding, sources: dict[str, str | None]) -> tuple
     return () if source is None else fix_edits(source, finding.fix)
 
 
-def write_github(
-    findings: Sequence[Finding], rules: Mapping[str, type[Rule]], out: TextIO, color: bool
-) -> None:
+def write_github(findings: Sequence[Finding], rules: Mapping[str, type[Rule]], out: TextIO) -> None:
     for finding in findings:
         rule = rules.get(finding.code)
         title = f"{finding.code} ({rule.name})" if rule else finding.code
@@ -174,7 +215,7 @@ def write_github(
         )
 
 
-WRITERS: dict[str, Callable[[Sequence[Finding], Mapping[str, type[Rule]], TextIO, bool], None]] = {
+WRITERS: dict[str, Callable[[Sequence[Finding], Mapping[str, type[Rule]], TextIO], None]] = {
     "full": write_full,
     "concise": write_concise,
     "json": write_json,

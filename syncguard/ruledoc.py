@@ -170,6 +170,16 @@ def rule_markdown(rule: type[Rule]) -> str:
     return "\n".join([f"## {doc.code} {doc.name}", "", *_section(doc)]) + "\n"
 
 
+def listing_markdown(rules: Mapping[str, type[Rule]]) -> str:
+    """The rule list as a Markdown table: code, name, family, autofix."""
+    rows = ["| Code | Name | Family | Autofix |", "|---|---|---|---|"]
+    rows += [
+        f"| {rule.code} | {rule.name} | {rule.family()} | {'yes' if rule.fixable() else ''} |"
+        for rule in rules.values()
+    ]
+    return "\n".join(rows) + "\n"
+
+
 def anchor(rule: type[Rule]) -> str:
     """The id of the rule's heading in docs/rules.md."""
     return f"{rule.code}-{rule.name}".lower()

@@ -69,9 +69,7 @@ def _inside(path: str, root: Path) -> bool:
     return path == str(root) or path.startswith(str(root).rstrip(os.sep) + os.sep)
 
 
-def write_sarif(
-    findings: Sequence[Finding], rules: Mapping[str, type[Rule]], out: TextIO, color: bool
-) -> None:
+def write_sarif(findings: Sequence[Finding], rules: Mapping[str, type[Rule]], out: TextIO) -> None:
     json.dump(sarif_log(findings, rules), out, indent=2)
     out.write("\n")
 

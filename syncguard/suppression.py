@@ -212,6 +212,9 @@ class Suppressions:
         self.lines: dict[str, list[str]] = {}
         self.comments: dict[str, dict[int, str]] = {}
         self.used: dict[tuple[str, int], set[str]] = {}
+        # Per file, when known (from the suppression pass's index): line -> the comment
+        # that may hold a directive there; spares reading and tokenizing the file.
+        self.known: dict[str, dict[int, str]] = {}
 
     def source(self, path: str) -> str:
         """The text of ``path`` (empty when unreadable), read once."""
@@ -226,6 +229,9 @@ class Suppressions:
 
     def comment(self, path: str, line: int) -> str | None:
         """The comment on ``line`` of ``path`` when it may hold a directive."""
+        known = self.known.get(path)
+        if known is not None:
+            return known.get(line)
         lines = self.lines.get(path)
         if lines is None:
             lines = self.lines[path] = source_lines(self.source(path))

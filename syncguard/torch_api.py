@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import builtins
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from syncguard.values import EVENT, HOST, PYSEQ, STREAM, TENSOR, Value
 
@@ -76,6 +76,11 @@ SEQUENCE_OPS = frozenset(
 )  # fmt: skip
 STREAM_FACTORIES = frozenset({"Stream", "current_stream", "default_stream", "ExternalStream"})
 EVENT_FACTORIES = frozenset({"Event"})
+# Gradient scalers (torch.amp.GradScaler, the deprecated torch.cuda.amp one), relative to torch.
+GRAD_SCALERS = frozenset(
+    {"amp.GradScaler", "amp.grad_scaler.GradScaler", "cuda.amp.GradScaler",
+     "cuda.amp.grad_scaler.GradScaler"}
+)  # fmt: skip
 # torch namespaces whose functions compute tensors (not objects, streams or settings).
 TENSOR_NAMESPACES = frozenset({"", "nn.functional", "linalg", "fft", "special"})
 # Tensor methods returning a view or same-kind tensor of the receiver: its tags carry over.
@@ -101,6 +106,14 @@ LIKE_FACTORIES = frozenset(
 # Module state that moves with the module (``model.to(device)``): never known host data.
 MODULE_STATE = frozenset({"nn.Parameter", "nn.Buffer", "nn.parameter.Parameter"})
 DTYPE_WORDS = ("dtype", "float", "half", "int", "long", "bool", "bfloat16", "double")
+
+
+def torch_name(written: str, imports: Mapping[str, str]) -> str:
+    """``amp.GradScaler`` for a class written ``GradScaler`` (imported from ``torch.amp``)
+    or ``torch.amp.GradScaler``: its name relative to torch; "" when it is not torch's."""
+    head, dot, rest = written.partition(".")
+    qualified = imports.get(head, "") + dot + rest
+    return qualified[len("torch.") :] if qualified.startswith("torch.") else ""
 
 
 def is_tensor(value: Value) -> bool:

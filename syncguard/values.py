@@ -33,6 +33,8 @@ TENSOR = "tensor"  # known to be a tensor (created by torch)
 INDEX = "index"  # an integer index tensor (long / int)
 STREAM = "stream"  # an accelerator stream object (torch.cuda.Stream, current_stream())
 EVENT = "event"  # an accelerator event object (torch.cuda.Event, Stream.record_event())
+GRAD_SCALER = "grad-scaler"  # an enabled gradient scaler for an accelerator (torch.amp)
+FUSED = "fused"  # an object a torch constructor built with ``fused=True`` (a fused optimizer)
 OPAQUE = "opaque"  # a host list that was also given values of unknown kind (``xs.append(f())``)
 # Literal constants, so that a call's arguments say which branches of the callee they take.
 NONE = "none"  # the constant None

@@ -51,9 +51,6 @@ NOT_VISIBLE = {
     "mode": "syncs for large inputs only (3000 elements in the sweep)",
     "extra:optim.step": "`torch.optim.ASGD` without `capturable=True` reads its step sizes "
     "with `.item()`; the optimizer's class is not visible at the `.step()` call",
-    "extra:grad_clip_and_scale": "`GradScaler.step` reads `found_inf` once per optimizer step; "
-    "the scaler's class is not visible at the call (`clip_grad_norm_(..., "
-    "error_if_nonfinite=True)` is SG115)",
 }
 
 # Calls of the sweep's program-like extras (not a single call): the rule expected for each.
@@ -82,6 +79,11 @@ PROGRAMS: dict[str, tuple[str, str | None]] = {
     "clip_grad_norm_(params, 1.0, foreach=True)": (
         "clip_grad_norm_(params, 1.0, foreach=True)",
         None,
+    ),
+    # the sweep's scaler and SGD optimizer, built where the forward can see them
+    "scaler.step(optimizer); scaler.update()": (
+        'torch.amp.GradScaler("cuda").step(torch.optim.SGD(params, lr=1e-3))',
+        "SG116",
     ),
 }
 

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from conftest import REPO, run_cli
+from syncguard.cli import main
 from syncguard.engine import analyze_source
 from syncguard.facts import FileError
 from syncguard.rule import Context, Rule
@@ -176,13 +177,14 @@ def test_rule_command_and_version() -> None:
         (("check",), "--unsafe-fixes"),
         (("rule",), "--all"),
         (("verify",), "--args-factory"),
+        (("server",), "language server"),
     ],
 )
-def test_every_command_has_help(command: tuple[str, ...], needle: str) -> None:
-    result = run_cli(*command, "--help")
-    assert result.returncode == 0
-    assert result.stdout.startswith(f"Usage: syncguard {' '.join(command)}".rstrip())
-    assert needle in result.stdout
+def test_every_command_has_help(command: tuple[str, ...], needle: str, capsys) -> None:
+    assert main([*command, "--help"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith(f"Usage: syncguard {' '.join(command)}".rstrip())
+    assert needle in out
 
 
 @pytest.mark.parametrize(
@@ -196,35 +198,29 @@ def test_every_command_has_help(command: tuple[str, ...], needle: str) -> None:
         (("verify",), "Missing argument 'MODULE:CALLABLE'"),
     ],
 )
-def test_usage_errors_exit_2(args: tuple[str, ...], needle: str) -> None:
-    result = run_cli(*args)
-    assert result.returncode == 2
-    assert needle in result.stderr and "Traceback" not in result.stderr
+def test_usage_errors_exit_2(args: tuple[str, ...], needle: str, capsys) -> None:
+    assert main(list(args)) == 2
+    err = capsys.readouterr().err
+    assert needle in err and "Traceback" not in err
 
 
-def test_shell_completion_offers_subcommands_options_and_rule_codes() -> None:
-    executable = shutil.which("syncguard")
-    assert executable is not None
-
+def test_shell_completion_offers_subcommands_options_and_rule_codes(monkeypatch, capsys) -> None:
     def complete(*words: str) -> list[str]:
-        env = {
-            **os.environ,
-            "_SYNCGUARD_COMPLETE": "bash_complete",
-            "COMP_WORDS": " ".join(("syncguard", *words)),
-            "COMP_CWORD": str(len(words)),
-        }
-        result = subprocess.run([executable], capture_output=True, text=True, env=env, timeout=60)
-        assert result.returncode == 0, result.stderr
-        return [line.split(",", 1)[1] for line in result.stdout.splitlines()]
+        monkeypatch.setenv("_SYNCGUARD_COMPLETE", "bash_complete")
+        monkeypatch.setenv("COMP_WORDS", " ".join(("syncguard", *words)))
+        monkeypatch.setenv("COMP_CWORD", str(len(words)))
+        with pytest.raises(SystemExit) as exited:
+            main([])
+        assert exited.value.code == 0
+        return [line.split(",", 1)[1] for line in capsys.readouterr().out.splitlines()]
 
     assert {"check", "rule", "verify"} <= set(complete(""))
     assert "--output-format" in complete("check", "--out")
     assert complete("rule", "sg30") == [code for code in all_rules() if code.startswith("SG30")]
-    script = subprocess.run(
-        [executable], capture_output=True, text=True, timeout=60,
-        env={**os.environ, "_SYNCGUARD_COMPLETE": "bash_source"},
-    )  # fmt: skip
-    assert "complete -o nosort -F" in script.stdout
+    monkeypatch.setenv("_SYNCGUARD_COMPLETE", "bash_source")
+    with pytest.raises(SystemExit):
+        main([])
+    assert "complete -o nosort -F" in capsys.readouterr().out
 
 
 def test_installed_console_script_runs_in_a_subprocess() -> None:
@@ -239,17 +235,6 @@ def test_installed_console_script_runs_in_a_subprocess() -> None:
     )
     assert result.returncode == 1
     assert {f["code"] for f in json.loads(result.stdout)} >= {"SG101", "SG102"}
-
-
-def test_linter_never_imports_torch(tree: Path) -> None:
-    probe = (
-        "import sys, syncguard.cli as c; c.main(['check', '.', '--exit-zero']); "
-        "assert 'torch' not in sys.modules and 'libcst' not in sys.modules"
-    )
-    result = subprocess.run(
-        [shutil.which("python") or "python", "-c", probe], cwd=tree, capture_output=True, text=True
-    )
-    assert result.returncode == 0, result.stderr
 
 
 def test_verify_subcommand_confirms_runtime_syncs_against_the_linter(tmp_path: Path) -> None:
@@ -302,7 +287,7 @@ def syncguard_command(*args: str) -> list[str]:
 
 
 @pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full")
-@pytest.mark.parametrize("args", [("check", "."), ("rule", "--all"), ("--help",)])
+@pytest.mark.parametrize("args", [("check", "."), ("--help",)])
 def test_output_to_a_full_device_is_a_clear_error(tree: Path, args: tuple[str, ...]) -> None:
     with open("/dev/full", "w") as full:
         result = subprocess.run(
@@ -330,12 +315,10 @@ def test_a_closed_stdout_is_a_clear_error(tree: Path) -> None:
 @pytest.mark.parametrize(
     ("args", "code"),
     [
-        (("check", "."), 1),
         (("check", ".", "--output-format", "json"), 1),
         (("check", ".", "--exit-zero"), 0),
         (("check", "clean.py"), 0),
         (("check", ".", "--diff", "--unsafe-fixes"), 1),
-        (("rule", "--all"), 0),
     ],
 )
 def test_a_reader_that_stops_reading_ends_the_run_as_if_complete(
@@ -353,6 +336,19 @@ def test_a_reader_that_stops_reading_ends_the_run_as_if_complete(
     finally:
         os.close(write_end)
     assert (result.returncode, result.stderr) == (code, "")
+
+
+def test_output_and_errors_to_one_closed_pipe_keep_the_exit_code(tree: Path) -> None:
+    (tree / "broken.py").write_text("def f(:\n")  # a located error on stderr: exit 2
+    read_end, write_end = os.pipe()
+    os.close(read_end)  # `2>&1 | head -0`
+    try:
+        result = subprocess.run(
+            syncguard_command("check", "."), cwd=tree, stdout=write_end, stderr=write_end
+        )
+    finally:
+        os.close(write_end)
+    assert result.returncode == 2
 
 
 def test_jobs_beyond_the_cpu_count_are_capped_with_a_note(tree: Path) -> None:

@@ -12,6 +12,7 @@ import pytest
 from syncguard.cli import main
 from syncguard.config import Settings
 from syncguard.fixes import fix_paths
+from syncguard.hygiene import INDEX_FILE
 from syncguard.suppression import parse_line
 from syncguard.testing import lint_snippet, lint_tree
 
@@ -121,7 +122,7 @@ def test_cache_keeps_the_directives_between_runs(tmp_path: Path, monkeypatch, ca
         return [(f["path"], f["code"]) for f in json.loads(capsys.readouterr().out)]
 
     assert run() == [("m.py", "SG001")]
-    assert (tmp_path / ".syncguard_cache" / "suppressions-v1.index").is_file()
+    assert (tmp_path / ".syncguard_cache" / INDEX_FILE).is_file()
     assert run() == [("m.py", "SG001")]  # from the index this time
     (tmp_path / "m.py").write_text(STEP.format(line="return n + 1"))
     assert run() == []

@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import io
 import os
 import shutil
-import sys
 from collections.abc import Callable
 from pathlib import Path
 
@@ -14,12 +12,10 @@ import pytest
 from conftest import FIXTURES
 from syncguard import engine
 from syncguard.callgraph import CallGraph
-from syncguard.cli import progress_bar
 from syncguard.config import Settings
 from syncguard.discovery import discover, module_name
 from syncguard.engine import LintResult, lint_files
 from syncguard.hotness import Hotness
-from syncguard.progress import ProgressBar, render
 from syncguard.project import Finding, Project
 
 
@@ -203,48 +199,6 @@ def test_without_worker_processes_the_lint_runs_in_this_one(
 
     monkeypatch.setattr(engine, "ProcessPoolExecutor", no_processes)
     assert outcome(lint_files(["gen"], jobs=2)) == outcome(reference)
-
-
-class FakeTerminal(io.StringIO):
-    def isatty(self) -> bool:
-        return True
-
-
-def test_progress_bar_only_for_people_on_a_terminal(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(sys, "stderr", FakeTerminal())
-    for output_format in (None, "full", "concise"):
-        assert isinstance(progress_bar(output_format), ProgressBar)
-    for output_format in ("json", "sarif", "github"):
-        assert progress_bar(output_format) is None
-    monkeypatch.setattr(sys, "stderr", io.StringIO())  # not a terminal
-    assert progress_bar(None) is None and progress_bar("concise") is None
-
-
-def test_progress_bar_waits_a_second_then_draws_and_erases_itself() -> None:
-    stream = FakeTerminal()
-    quick = ProgressBar(stream)
-    quick(1, 10)
-    quick(10, 10)
-    quick.close()
-    assert stream.getvalue() == ""  # a run shorter than a second shows nothing
-
-    bar = ProgressBar(stream, delay=0)
-    bar(3, 10)
-    bar(4, 10)  # within a tenth of a second of the last draw: skipped
-    bar(10, 10)  # the last one is always drawn
-    drawn = stream.getvalue()
-    assert drawn.count("\r") == 2 and "3/10 files" in drawn and "10/10 files" in drawn
-    assert "4/10" not in drawn
-    bar.close()
-    assert stream.getvalue().endswith(" " * len(render(10, 10, 80)) + "\r")
-
-
-def test_progress_line_fits_the_terminal() -> None:
-    for columns in (20, 80, 200):
-        line = render(1234, 3231, columns)
-        assert line.endswith("] 1234/3231 files")
-        assert len(line) < max(columns, 40)
-    assert render(0, 10, 80).count("#") == 0 and render(10, 10, 80).count("-") == 0
 
 
 @pytest.mark.parametrize("jobs", [1, 2])

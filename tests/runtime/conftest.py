@@ -13,8 +13,8 @@ import torch
 
 from syncguard.runtime import _hooks, sync_audit
 
-# The first op under a dispatch mode imports torch._dynamo (and sympy), which adds warning
-# filters once per process: do that before any test takes a snapshot.
+# What the first audit imports may add warning filters, once per process: start one before
+# any test takes a snapshot.
 with sync_audit("record", simulate=True):
     torch.ones(1).tolist()
 
@@ -32,6 +32,9 @@ def torch_state() -> dict[str, Any]:
         "event": vars(torch.cuda.Event).get("synchronize"),
         "capture": [vars(torch.cuda.CUDAGraph).get(n) for n in ("capture_begin", "capture_end")],
         "from_numpy": torch.from_numpy,
+        "op calls": [
+            vars(c).get("__call__") for c in (torch._ops.OpOverload, torch._ops.OpOverloadPacket)
+        ],
         "showwarning": warnings.showwarning,
         "filters": list(warnings.filters),
         "dispatch_modes": torch._C._len_torch_dispatch_stack(),

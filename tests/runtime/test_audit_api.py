@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import re
 import sys
 import threading
 from typing import Any
@@ -300,7 +301,7 @@ def test_report_groups_by_site_with_counts(suppressed: Any) -> None:
         for _ in range(3):
             sync_once()
         suppressed.run(scalar())
-    report = audit.report()
+    report = audit.report(rich=False)
     lines = report.splitlines()
     assert lines[0] == "syncguard sync audit (record): 3 syncs at 1 site, 4 allowed"
     assert lines[1].startswith("detection: ")
@@ -329,9 +330,9 @@ def test_to_json_shape() -> None:
 def test_include_torch_frames_attributes_inside_torch() -> None:
     probs = torch.ones(4, device=DEVICE) / 4
     with sync_audit("record") as user_side:
-        torch.distributions.Categorical(probs=probs)
+        torch.distributions.Categorical(probs=probs, validate_args=True)
     with sync_audit("record", include_torch_frames=True) as torch_side:
-        torch.distributions.Categorical(probs=probs)
+        torch.distributions.Categorical(probs=probs, validate_args=True)
     assert user_side.events[0].path == __file__
     assert "torch" in torch_side.events[0].path.replace("\\", "/").split("/")
     assert torch_side.count == 1
@@ -354,3 +355,27 @@ def test_only_the_audit_modules_are_skipped_in_attribution() -> None:
     assert _frames.owner(reference.__file__) == "user"  # its syncs are its own
     assert _frames.owner(torch.__file__) == "foreign"
     assert _frames.owner(__file__) == "user"
+
+
+def test_report_is_plain_text_off_a_terminal_and_rich_tables_on_one(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    with sync_audit("record") as audit:
+        sync_once()
+        sync_once()
+    plain = audit.report()  # standard output is captured here: not a terminal
+    assert plain == audit.report(rich=False)
+    assert "│" not in plain and "\x1b[" not in plain
+    drawn = audit.report(rich=True)
+    assert drawn.splitlines()[:2] == plain.splitlines()[:2]  # headline, detection
+    row = next(line for line in drawn.splitlines() if ".item()" in line)
+    cells = [cell.strip() for cell in re.sub(r"\x1b\[[0-9;]*m", "", row).split("│")]
+    assert cells[1:4] == ["2", "scalar-conversion", ".item()"]
+    assert "\x1b[" in drawn  # styled for the terminal
+
+
+def test_report_without_rich_installed_is_plain(monkeypatch: pytest.MonkeyPatch) -> None:
+    with sync_audit("record") as audit:
+        sync_once()
+    monkeypatch.setitem(sys.modules, "rich", None)  # import rich now raises ImportError
+    assert audit.report(rich=True) == audit.report(rich=False)

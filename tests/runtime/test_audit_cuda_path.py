@@ -29,17 +29,25 @@ def synchronizing_op(warnings_per_call=1):
     """Stands for a torch op that raises the debug-mode warning once or several times."""
     for _ in range(warnings_per_call):
         warnings.warn("{MESSAGE}", UserWarning)
+
+def binding_with_a_python_kernel(op, *args):
+    """Stands for a binding whose Python kernel calls ``op``: torch's warning handler emits
+    the kernel's debug-mode warning when the binding returns."""
+    op(*args)
+    warnings.warn("{MESSAGE}", UserWarning)
 '''
 
 
-def _load_fake_op() -> Callable[..., None]:
+def _load_fake_torch() -> dict[str, Any]:
     namespace: dict[str, Any] = {}
     filename = os.path.join(os.path.dirname(torch.__file__), "_syncguard_test_op.py")
     exec(compile(_FAKE_TORCH_SOURCE, filename, "exec"), namespace)
-    return namespace["synchronizing_op"]  # type: ignore[no-any-return]
+    return namespace
 
 
-synchronizing_op = _load_fake_op()
+_FAKE_TORCH = _load_fake_torch()
+synchronizing_op: Callable[..., None] = _FAKE_TORCH["synchronizing_op"]
+binding_with_a_python_kernel: Callable[..., None] = _FAKE_TORCH["binding_with_a_python_kernel"]
 
 
 def here() -> int:
@@ -139,7 +147,11 @@ def test_explicit_synchronize_in_raise_mode_raises_before_waiting() -> None:
 
 def fake(device: str, pinned: bool = False, contiguous: bool = True) -> Any:
     return SimpleNamespace(
-        device=torch.device(device), is_pinned=lambda: pinned, is_contiguous=lambda: contiguous
+        device=torch.device(device),
+        is_cuda=device == "cuda",
+        is_cpu=device == "cpu",
+        is_pinned=lambda: pinned,
+        is_contiguous=lambda: contiguous,
     )
 
 
@@ -236,6 +248,173 @@ def test_a_user_debug_mode_is_kept(stand_in: StandInCuda) -> None:
     assert stand_in.mode == 2
 
 
+# --- torch.ops calls: their debug-mode warnings never reach Python -------------------
+#
+# On a GPU, a sync inside ``torch.ops.aten.<op>.<overload>(...)`` only prints torch's C++
+# warning to stderr (the operator sweep: 9 such syncs, none recorded). The op-call wrappers
+# judge these calls themselves; here CPU tensors stand for device ones.
+
+aten = torch.ops.aten
+
+
+@pytest.fixture
+def on_gpu(monkeypatch: pytest.MonkeyPatch) -> Callable[..., None]:
+    """``on_gpu(t, ...)``: the wrappers take these CPU tensors to live on a CUDA device."""
+    chosen: set[int] = set()
+    real = _wrappers._device_type
+    monkeypatch.setattr(_wrappers, "_device_type", lambda t: "cuda" if id(t) in chosen else real(t))
+    return lambda *tensors: chosen.update(map(id, tensors))
+
+
+def device_values(on_gpu: Callable[..., None]) -> dict[str, torch.Tensor]:
+    torch.manual_seed(0)
+    x = torch.randn(64)
+    values = {
+        "x": x,
+        "buffer": x.clone(),
+        "mask": x > 0,
+        "reps": torch.tensor([1, 2, 3]),
+        "scalar": torch.tensor(3.0),
+    }
+    on_gpu(*values.values())
+    return values
+
+
+def test_each_syncing_torch_ops_call_is_one_event_at_its_line(on_gpu: Any) -> None:
+    v = device_values(on_gpu)
+    x, mask, reps, scalar = v["x"], v["mask"], v["reps"], v["scalar"]
+    with cuda_path() as recorded:
+        line = here()
+        aten._local_scalar_dense.default(scalar)
+        aten.item.default(scalar)
+        aten.nonzero.default(mask)
+        aten.masked_select.default(x, mask)
+        aten.repeat_interleave.Tensor(reps)
+        aten.index.Tensor(x, [mask])
+        aten.index_put_.default(v["buffer"], [mask], scalar)
+        aten._to_copy.default(x, device="cpu")
+        aten.copy_.default(torch.empty(64), x)
+        torch.ops.aten.nonzero(mask)  # the packet, resolved to nonzero.default
+        aten.repeat_interleave(reps)  # resolved to repeat_interleave.Tensor
+        for _ in range(2):
+            aten.argwhere.default(mask)
+        aten.nonzero.default(self=mask)
+    expected = [
+        (0, "scalar-conversion", "aten._local_scalar_dense.default()"),
+        (1, "scalar-conversion", "aten.item.default()"),
+        (2, "data-dependent-shape", "aten.nonzero.default()"),
+        (3, "data-dependent-shape", "aten.masked_select.default()"),
+        (4, "data-dependent-shape", "aten.repeat_interleave.Tensor()"),
+        (5, "data-dependent-shape", "aten.index.Tensor()"),
+        (6, "data-dependent-shape", "aten.index_put_.default()"),
+        (7, "device-to-host", "aten._to_copy.default()"),
+        (8, "device-to-host", "aten.copy_.default()"),
+        (9, "data-dependent-shape", "torch.ops.aten.nonzero()"),
+        (10, "data-dependent-shape", "aten.repeat_interleave()"),
+        (12, "data-dependent-shape", "aten.argwhere.default()"),
+        (12, "data-dependent-shape", "aten.argwhere.default()"),
+        (13, "data-dependent-shape", "aten.nonzero.default()"),
+    ]
+    got = [(e.line - line, e.kind, e.op) for e in recorded.events]
+    assert got == expected, recorded.report(rich=False)
+    assert {e.path for e in recorded.events} == {__file__}
+    assert not any(e.simulated for e in recorded.events)
+    assert recorded.events[2].detail == "torch.ops.aten.nonzero.default"
+    assert recorded.events[7].detail == "blocking device-to-host copy"
+
+
+def test_sync_free_torch_ops_calls_are_not_reported(on_gpu: Any) -> None:
+    v = device_values(on_gpu)
+    x, mask, reps = v["x"], v["mask"], v["reps"]
+    host_mask = x < 0  # a CPU tensor: calls that mix in host memory are left to the debug mode
+    with cuda_path() as recorded:
+        aten.repeat_interleave.Tensor(reps, output_size=6)
+        aten.repeat_interleave(reps, output_size=6)
+        aten.where.self(mask, x, x)
+        aten.masked_fill.Scalar(x, mask, 0.0)
+        aten.index_put_.default(v["buffer"], [mask], torch.tensor(0.0))  # a host 0-d value
+        aten.add.Tensor(x, x, alpha=2)
+        aten._to_copy.default(x, dtype=torch.float16)
+        aten.nonzero.default(host_mask)
+    assert recorded.events == [], recorded.report(rich=False)
+
+
+def test_a_torch_ops_call_torch_also_warns_about_is_one_event(on_gpu: Any) -> None:
+    """Inside a binding that has torch's Python warning handler (a Python kernel dispatched
+    from C++), the debug-mode warning comes too, when the binding returns."""
+    mask = device_values(on_gpu)["mask"]
+    with cuda_path() as recorded:
+        line = here()
+        binding_with_a_python_kernel(aten.nonzero.default, mask)
+        binding_with_a_python_kernel(aten.add.Tensor, mask, mask)  # the warning alone
+    assert [(e.line - line, e.kind, e.detail) for e in recorded.events] == [
+        (0, "data-dependent-shape", "torch.ops.aten.nonzero.default"),
+        (1, "scalar-conversion", "set_sync_debug_mode"),
+    ]
+
+
+def test_a_torch_ops_call_in_raise_mode_raises_before_the_op(on_gpu: Any) -> None:
+    v = device_values(on_gpu)
+    target = v["buffer"]
+    before = target.clone()
+    with pytest.raises(SyncError, match="index_put_"), cuda_path("raise"):
+        aten.index_put_.default(target, [v["mask"]], v["scalar"])
+    assert torch.equal(target, before)
+
+
+def test_a_torch_ops_call_is_judged_where_its_kernel_runs(on_gpu: Any) -> None:
+    """Under a dispatch mode the mode decides what runs: a pass-through mode's own call is
+    the one judged; fake tensors run no kernel at all."""
+    from torch._subclasses.fake_tensor import FakeTensorMode
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    class PassThrough(TorchDispatchMode):
+        def __torch_dispatch__(
+            self, func: Any, types: Any, args: Any = (), kwargs: Any = None
+        ) -> Any:
+            return func(*args, **(kwargs or {}))  # the kernel runs here
+
+    class Plain(torch.Tensor):  # a subclass without a dispatch of its own: the kernel runs
+        pass
+
+    v = device_values(on_gpu)
+    plain = v["mask"].as_subclass(Plain)
+    matrix = torch.randn(3, 3)
+    with FakeTensorMode() as fake_mode:
+        fake = fake_mode.from_tensor(matrix)
+    on_gpu(plain, matrix, fake)
+    with cuda_path() as recorded:
+        with PassThrough():
+            aten.nonzero.default(v["mask"])
+            aten._to_copy.default(v["x"], device="cpu")
+        line = here()
+        aten.nonzero.default(plain)
+        with fake_mode:
+            aten.linalg_eig.default(fake)
+        aten.linalg_eig.default(matrix)
+    sites = [(e.function.rpartition("<locals>.")[2], e.op, e.line) for e in recorded.events]
+    assert sites == [
+        ("PassThrough.__torch_dispatch__", "func()", sites[0][2]),
+        ("PassThrough.__torch_dispatch__", "func()", sites[0][2]),
+        ("test_a_torch_ops_call_is_judged_where_its_kernel_runs", "aten.nonzero.default()", line),
+        (
+            "test_a_torch_ops_call_is_judged_where_its_kernel_runs",
+            "aten.linalg_eig.default()",
+            line + 3,
+        ),
+    ], recorded.report(rich=False)
+
+
+def test_torch_ops_calls_outside_an_audit_are_not_judged(on_gpu: Any) -> None:
+    mask = device_values(on_gpu)["mask"]
+    original = vars(torch._ops.OpOverload)["__call__"]
+    with cuda_path() as recorded:
+        assert vars(torch._ops.OpOverload)["__call__"] is not original
+    aten.nonzero.default(mask)
+    assert recorded.events == []
+    assert vars(torch._ops.OpOverload)["__call__"] is original
+
+
 # --- on a real GPU --------------------------------------------------------------------
 
 
@@ -281,3 +460,16 @@ def test_gpu_graph_capture_under_an_audit() -> None:
         graph.replay()
     assert torch.cuda.get_sync_debug_mode() == 0
     assert {event.kind for event in recorded.events} <= {"explicit"}
+
+
+@needs_cuda
+def test_gpu_torch_ops_calls_are_recorded() -> None:
+    x = torch.randn(64, device="cuda")
+    mask, scalar = x > 0, x.sum()
+    with sync_audit("record") as recorded:
+        line = here()
+        aten.nonzero.default(mask)
+        aten._local_scalar_dense.default(scalar)
+        aten.index.Tensor(x, [mask])
+        aten.where.self(mask, x, x)
+    assert [event.line - line for event in recorded.events] == [0, 1, 2], recorded.report()

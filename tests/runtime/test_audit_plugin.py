@@ -108,9 +108,14 @@ def test_the_marker_is_registered(pytester: pytest.Pytester) -> None:
     result.stdout.fnmatch_lines(["@pytest.mark.no_sync*"])
 
 
-def test_loading_the_plugin_does_not_import_torch() -> None:
+def test_importing_the_runtime_and_loading_the_plugin_import_no_heavy_package() -> None:
     code = (
-        "import sys, pytest\n"
+        "import sys\n"
+        "heavy = ['torch', 'rich', 'click', 'libcst', 'pygls']\n"
+        "import syncguard.runtime, syncguard.runtime.pytest_plugin\n"
+        "loaded = [name for name in heavy if name in sys.modules]\n"
+        "assert not loaded, loaded\n"
+        "import pytest\n"
         "pytest.main(['--co', '-q', '-p', 'no:cacheprovider', '--rootdir', '.', 'no_such_dir'])\n"
         "assert 'syncguard.runtime.pytest_plugin' in sys.modules\n"
         "assert 'torch' not in sys.modules, 'torch was imported'\n"
@@ -119,3 +124,35 @@ def test_loading_the_plugin_does_not_import_torch() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, timeout=120
     )
     assert completed.returncode == 0, completed.stdout + completed.stderr
+
+
+def _summary(output: str) -> list[str]:
+    """The session table's lines, from its section header to the end of the table."""
+    lines = output.splitlines()
+    start = next(i for i, line in enumerate(lines) if "syncguard audit" in line)
+    table = []
+    for line in lines[start + 1 :]:
+        if line.startswith("=") or not line.strip():
+            break
+        table.append(line)
+    return table
+
+
+def test_the_session_table_is_the_same_under_xdist(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(test_inner=TESTS)
+    alone = pytester.runpytest("-p", "no:cacheprovider", "--syncguard-audit")
+    spread = pytester.runpytest("-p", "no:cacheprovider", "--syncguard-audit", "-n", "2")
+    spread.assert_outcomes(passed=4, failed=2)
+    assert "2 workers [6 items]" in spread.stdout.str()
+    table = _summary(alone.stdout.str())
+    assert table[0] == "5 host-device sync(s) in 4 test(s) (record only)"
+    assert _summary(spread.stdout.str()) == table
+
+
+def test_the_session_table_is_a_rich_table_on_a_colour_terminal(
+    pytester: pytest.Pytester,
+) -> None:
+    pytester.makepyfile(test_inner=TESTS)
+    result = pytester.runpytest("-p", "no:cacheprovider", "--syncguard-audit", "--color=yes")
+    result.stdout.fnmatch_lines(["*syncguard audit*", "*┃*count*┃*kind*┃*op*┃*site*"])
+    result.stdout.fnmatch_lines(["*│*5*│*scalar-conversion*│*.item()*│*test_inner.py:5*"])

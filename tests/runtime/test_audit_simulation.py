@@ -91,7 +91,41 @@ BLOCKING: list[tuple[str, str, Callable[[dict[str, Any]], object]]] = [
     (
         SCALAR,
         "torch.distributions.Categorical()",
-        lambda v: torch.distributions.Categorical(probs=v["probs"]),
+        lambda v: torch.distributions.Categorical(probs=v["probs"], validate_args=True),
+    ),
+    # the torch.ops.aten spellings the operator sweep ran
+    (
+        SCALAR,
+        "torch.ops.aten._local_scalar_dense.default()",
+        lambda v: torch.ops.aten._local_scalar_dense.default(v["t"]),
+    ),
+    (SCALAR, "torch.ops.aten.item.default()", lambda v: torch.ops.aten.item.default(v["t"])),
+    (DDS, "torch.ops.aten.nonzero.default()", lambda v: torch.ops.aten.nonzero.default(v["mask"])),
+    (DDS, "torch.ops.aten.nonzero()", lambda v: torch.ops.aten.nonzero(v["mask"])),
+    (
+        DDS,
+        "torch.ops.aten.masked_select.default()",
+        lambda v: torch.ops.aten.masked_select.default(v["x"], v["mask"]),
+    ),
+    (
+        DDS,
+        "torch.ops.aten.repeat_interleave.Tensor()",
+        lambda v: torch.ops.aten.repeat_interleave.Tensor(v["reps"]),
+    ),
+    (
+        DDS,
+        "torch.ops.aten.index.Tensor()",
+        lambda v: torch.ops.aten.index.Tensor(v["x"], [v["mask"]]),
+    ),
+    (
+        DDS,
+        "torch.ops.aten.index_put_.default()",
+        lambda v: torch.ops.aten.index_put_.default(v["x"], [v["mask"]], v["t"]),
+    ),
+    (
+        D2H,
+        "torch.ops.aten._to_copy.default()",
+        lambda v: torch.ops.aten._to_copy.default(v["x"], device="cpu"),
     ),
 ]
 
@@ -121,6 +155,9 @@ SYNC_FREE: list[Callable[[dict[str, Any]], object]] = [
     lambda v: torch.equal(v["x"], v["x"]),
     lambda v: torch._assert_async(v["t"] > 0),
     lambda v: v["x"] * 2 + 1,
+    lambda v: torch.ops.aten.repeat_interleave.Tensor(v["reps"], output_size=6),
+    lambda v: torch.ops.aten._to_copy.default(v["x"], dtype=torch.float64),
+    lambda v: torch.ops.aten.where.self(v["mask"], v["x"], v["y"]),
 ]
 
 
@@ -218,3 +255,53 @@ def test_simulation_is_the_default_without_cuda() -> None:
         torch.ones(2).sum().item()
     assert audit.count == 1
     assert "simulation (CUDA is not available)" in audit.report()
+
+
+_TORCH_SIDE_CONTEXT = '''
+import contextlib
+import torch
+
+@contextlib.contextmanager
+def entered():
+    """Stands for a torch context manager that syncs when entered (cudagraph trees do)."""
+    torch.ones(3).sum().item()
+    yield
+'''
+
+
+def test_a_sync_inside_the_standard_library_is_the_callers() -> None:
+    import os
+
+    namespace: dict[str, Any] = {}
+    filename = os.path.join(os.path.dirname(torch.__file__), "_syncguard_test_context.py")
+    exec(compile(_TORCH_SIDE_CONTEXT, filename, "exec"), namespace)
+    with sync_audit("record", simulate=True) as audit:
+        line = sys._getframe().f_lineno + 1
+        with namespace["entered"]():  # torch -> contextlib.__enter__ -> this line
+            pass
+    (event,) = audit.events
+    assert (event.path, event.line) == (__file__, line)
+
+
+@pytest.mark.parametrize("fused", [False, True], ids=["sgd", "fused-sgd"])
+def test_a_grad_scaler_step_syncs_unless_the_optimizer_is_fused(fused: bool) -> None:
+    """SG116's syncs: ``GradScaler.step`` reads ``found_inf`` with ``.item()`` unless the
+    optimizer unscales and skips itself (a fused one); ``get_scale`` reads the scale. A
+    scaler for the CPU stands for a GPU one here (``GradScaler("cuda")`` disables itself
+    where CUDA is missing)."""
+    torch.manual_seed(0)
+    model = torch.nn.Linear(4, 2)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1, fused=fused)
+    scaler = torch.amp.GradScaler("cpu")
+    x = torch.randn(8, 4)
+    with sync_audit("record", simulate=True) as audit:
+        start = sys._getframe().f_lineno
+        for _ in range(2):
+            scaler.scale(model(x).square().mean()).backward()
+            scaler.step(optimizer)
+            scaler.update()
+            optimizer.zero_grad()
+        scaler.get_scale()
+    sites = [(event.line - start, event.op, event.kind) for event in audit.events]
+    steps = [] if fused else [(3, ".step()", SCALAR)] * 2
+    assert sites == [*steps, (6, ".get_scale()", SCALAR)], audit.report(rich=False)

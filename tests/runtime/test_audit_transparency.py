@@ -84,7 +84,9 @@ def describe(value: Any, given: Inputs) -> Any:
         return {"type": "ndarray", "values": value.tolist(), "writeable": value.flags.writeable}
     if isinstance(value, (list, tuple)):
         return type(value).__name__, [describe(item, given) for item in value]
-    return type(value).__name__, value
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return type(value).__name__, value
+    return type(value).__name__  # another object (a CUDAGraph): a new one each call
 
 
 def outcome(call: Call, audit: Callable[[], Any] | None, *, with_mode: bool = True) -> Any:
@@ -230,6 +232,82 @@ OTHER_CALLS: list[tuple[str, Call]] = [
     ("capture_end(object())", lambda v: torch.cuda.CUDAGraph.capture_end(object())),  # type: ignore[arg-type]
 ]
 
+aten = torch.ops.aten
+OpOverload, OpOverloadPacket = torch._ops.OpOverload, torch._ops.OpOverloadPacket
+
+# torch.ops calls: overloads, packets, the aten spellings of to and copy_, wrong forms
+OP_CALLS: list[tuple[str, Call]] = [
+    ("aten.nonzero.default(x)", lambda v: aten.nonzero.default(v["x"])),
+    ("aten.nonzero.default(self=x)", lambda v: aten.nonzero.default(self=v["x"])),
+    ("aten.nonzero(x)", lambda v: aten.nonzero(v["x"])),
+    ("aten.item.default(scalar)", lambda v: aten.item.default(v["scalar"])),
+    (
+        "aten._local_scalar_dense.default(scalar)",
+        lambda v: aten._local_scalar_dense.default(v["scalar"]),
+    ),
+    (
+        "aten.masked_select.default(x, mask)",
+        lambda v: aten.masked_select.default(v["x"], v["x"] > 0),
+    ),
+    ("aten.index.Tensor(x, [mask])", lambda v: aten.index.Tensor(v["x"], [v["x"] > 0])),
+    (
+        "aten.index_put_.default(x, [mask], scalar)",
+        lambda v: aten.index_put_.default(v["x"], [v["x"] > 0], v["scalar"]),
+    ),
+    (
+        "aten.repeat_interleave.Tensor(ints)",
+        lambda v: aten.repeat_interleave.Tensor(v["ints"].flatten()),
+    ),
+    (
+        "aten.repeat_interleave(ints, output_size=)",
+        lambda v: aten.repeat_interleave(v["ints"].flatten(), output_size=15),
+    ),
+    ("aten.add.Tensor(x, x, alpha=2)", lambda v: aten.add.Tensor(v["x"], v["x"], alpha=2)),
+    ("aten.add(x, 1)", lambda v: aten.add(v["x"], 1)),
+    (
+        "aten._to_copy.default(x, device='cpu')",
+        lambda v: aten._to_copy.default(v["x"], device="cpu"),
+    ),
+    (
+        "aten._to_copy.default(x, dtype=)",
+        lambda v: aten._to_copy.default(v["x"], dtype=torch.float16),
+    ),
+    (
+        "aten._to_copy.default(x, device=, non_blocking=True)",
+        lambda v: aten._to_copy.default(v["x"], device=torch.device("cpu"), non_blocking=True),
+    ),
+    ("aten._to_copy(x, device='cpu')", lambda v: aten._to_copy(v["x"], device="cpu")),
+    ("aten.copy_.default(x, src)", lambda v: aten.copy_.default(v["x"], v["src"])),
+    ("aten.copy_.default(x, src, True)", lambda v: aten.copy_.default(v["x"], v["src"], True)),
+    (
+        "aten.copy_(x, src=, non_blocking=)",
+        lambda v: aten.copy_(v["x"], src=v["src"], non_blocking=False),
+    ),
+    (
+        "OpOverload.__call__(aten.nonzero.default, x)",
+        lambda v: OpOverload.__call__(aten.nonzero.default, v["x"]),
+    ),
+    # wrong forms: torch's own errors
+    ("aten.nonzero.default()", lambda v: aten.nonzero.default()),
+    ("aten.nonzero.default(x, bogus=1)", lambda v: aten.nonzero.default(v["x"], bogus=1)),
+    ("aten.nonzero(x, x, x)", lambda v: aten.nonzero(v["x"], v["x"], v["x"])),
+    ("aten.nonzero.default('bogus')", lambda v: aten.nonzero.default("bogus")),
+    (
+        "aten._to_copy.default(x, device='bogus')",
+        lambda v: aten._to_copy.default(v["x"], device="bogus"),
+    ),
+    (
+        "aten._to_copy.default(x, non_blocking=1)",
+        lambda v: aten._to_copy.default(v["x"], non_blocking=1),
+    ),
+    ("aten._to_copy.default(x, 'cpu')", lambda v: aten._to_copy.default(v["x"], "cpu")),
+    ("aten.copy_.default(x)", lambda v: aten.copy_.default(v["x"])),
+    ("aten.copy_.default(x, src, 1)", lambda v: aten.copy_.default(v["x"], v["src"], 1)),
+    ("aten.index.Tensor(x, mask)", lambda v: aten.index.Tensor(v["x"], v["x"] > 0)),
+    ("OpOverload.__call__()", lambda v: OpOverload.__call__()),
+    ("OpOverloadPacket.__call__()", lambda v: OpOverloadPacket.__call__()),
+]
+
 # In simulation, a copy to the host of a tensor that stands for device memory is a new
 # tensor (as on a GPU), not the CPU tensor itself: an alias of it (docs/runtime.md). The
 # program sees the same values, storage, dtype and strides; `result is x` differs, and the
@@ -254,7 +332,7 @@ def alias_instead_of_identity(audited: dict[str, Any], plain: dict[str, Any]) ->
     assert {key: audited[key] for key in rest} == {key: plain[key] for key in rest}
 
 
-CASES = TO_CALLS + OTHER_CALLS
+CASES = TO_CALLS + OTHER_CALLS + OP_CALLS
 
 
 @pytest.mark.parametrize("detection", sorted(AUDITS))
@@ -287,6 +365,8 @@ def test_the_forms_cover_every_wrapped_callable() -> None:
         (torch.cuda.Event, "synchronize"),
         (torch.cuda.CUDAGraph, "capture_begin"),
         (torch.cuda.CUDAGraph, "capture_end"),
+        (OpOverload, "__call__"),
+        (OpOverloadPacket, "__call__"),
     }
     assert wrapped == covered
 

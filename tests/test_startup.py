@@ -1,0 +1,50 @@
+"""Start-up stays small: each command imports the heavy packages it uses and no others
+(torch, libcst, rich, pygls, click), measured in a fresh interpreter (``import
+syncguard.runtime`` has its own such test, in tests/runtime/test_audit_plugin.py)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+HEAVY = ("click", "rich", "pygments", "markdown_it", "libcst", "pygls", "lsprotocol", "torch")
+CLEAN = "def f(x):\n    return x + 1\n"
+FIXABLE = "import torch\n\n@torch.compile\ndef step(x):\n    staged = x.cpu()\n    return staged\n"
+
+
+def heavy_imports(code: str, cwd: Path) -> set[str]:
+    """The heavy packages imported once ``code`` has run."""
+    probe = f"{code}\nimport json, sys\nprint(json.dumps(sorted(sys.modules)))\n"
+    result = subprocess.run(
+        [sys.executable, "-c", probe], cwd=cwd, capture_output=True, text=True, timeout=120
+    )
+    assert result.returncode == 0, result.stderr
+    modules = json.loads(result.stdout.splitlines()[-1])
+    return {name for name in HEAVY if name in modules}
+
+
+def cli(*args: str) -> str:
+    return f"from syncguard.cli import main\nmain({list(args)!r})"
+
+
+@pytest.mark.parametrize(
+    ("code", "expected"),
+    [
+        (cli("check", "clean.py", "--output-format", "concise"), {"click"}),
+        (cli("check", ".", "--output-format", "full", "--statistics"), {"click"}),
+        (cli("rule", "SG101"), {"click"}),
+        (cli("verify", "--help"), {"click"}),
+        (cli("check", "fixable.py", "--diff", "--unsafe-fixes"), {"click", "libcst"}),
+        (cli("check", "fixable.py", "--output-format", "json"), {"click", "libcst"}),
+    ],
+    ids=["check-clean", "check-full", "rule", "verify-help",
+         "diff", "json-with-a-fix"],
+)  # fmt: skip
+def test_each_command_imports_only_what_it_uses(tmp_path: Path, code: str, expected: set) -> None:
+    (tmp_path / "clean.py").write_text(CLEAN)
+    (tmp_path / "fixable.py").write_text(FIXABLE)
+    assert heavy_imports(code, tmp_path) == expected
