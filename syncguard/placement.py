@@ -110,8 +110,17 @@ class Placement(AnalyzerState):
         if isinstance(node, ast.Call):
             return self._call_value(node)
         if isinstance(node, ast.Subscript):
-            base = self.value(node.value)
             key = node.slice
+            if (
+                isinstance(node.value, ast.Name)
+                and node.value.id in self.scope.item_owners
+                and isinstance(key, ast.Constant)
+                and isinstance(key.value, str)
+            ):
+                stored = self.scope.env.get(f"{node.value.id}[{key.value!r}]")
+                if stored is not None:
+                    return stored
+            base = self.value(node.value)
             if isinstance(key, ast.Constant) and isinstance(key.value, str) and not base.on_host:
                 # inputs["image_grid_thw"]: the item's name may say it is host data.
                 return Value(base.place, base.params, frozenset((f"{KEY_PREFIX}{key.value}",)))
@@ -561,6 +570,10 @@ class Placement(AnalyzerState):
         if isinstance(target, ast.Name):
             env[target.id] = as_named(target.id, value)
             self._note_items(target.id, source)
+            if target.id in self.scope.item_owners:  # a new container: forget the old items
+                self.scope.item_owners.discard(target.id)
+                for key in [k for k in env if k.startswith(f"{target.id}[")]:
+                    del env[key]
             if source is None or not self._never_none(source):
                 self.scope.maybe_none.add(target.id)
                 self.scope.rebound_maybe_none.add(target.id)
@@ -593,13 +606,20 @@ class Placement(AnalyzerState):
             # batch[k] = gathered: a local container now also holds what it is given.
             name = target.value.id
             items = self.scope.dict_items.get(name)
+            item = target.slice
             if items is not None:
-                item = target.slice
                 if isinstance(item, ast.Constant) and isinstance(item.value, str):
                     items[item.value] = value  # inputs["grid"] = grid.cpu()
                 else:
                     del self.scope.dict_items[name]  # an item of unknown name
             current = env.get(name)
+            if (
+                isinstance(item, ast.Constant)
+                and isinstance(item.value, str)
+                and (value.place is Place.DEVICE or TENSOR in value.tags)
+            ):
+                env[f"{name}[{item.value!r}]"] = value  # read back as such below
+                self.scope.item_owners.add(name)
             if (
                 current is not None
                 and PYSEQ in current.tags
