@@ -31,7 +31,8 @@ _COLD_DECORATORS = frozenset(
 # Words that name timing, profiling or debugging code (``timed_encoder_operation``,
 # ``profile_run``, ``_debug_validate_coverage``): its syncs are the measurement or the check;
 # and code that prepares the steps or stands in for one (``warmup``, ``capture_graphs``,
-# ``_dummy_run``, ``autotune``): it runs before the steps, not in them.
+# ``_dummy_run``, ``autotune``): it runs before the steps, not in them. A ``*state_dict*``
+# function saves or loads a checkpoint: once per checkpoint, not per step.
 _COLD_WORDS = frozenset(
     {"timed", "timer", "timing", "timings", "profile", "profiler", "profiling", "benchmark",
      "debug", "warmup", "capture", "dummy", "autotune"}
@@ -117,8 +118,8 @@ class Hotness:
         name = function.qualname.rpartition(".")[2]
         if name == "__init__" or function.marker == "cold":
             return True
-        if _COLD_WORDS & set(name.lower().split("_")):
-            return True  # measuring, debugging or set-up code
+        if _COLD_WORDS & set(name.lower().split("_")) or "state_dict" in name.lower():
+            return True  # measuring, debugging, set-up or checkpoint (state_dict) code
         if function.decorators and not _COLD_DECORATORS.isdisjoint(function.decorators):
             return True
         patterns = self.settings.cold_functions
