@@ -52,8 +52,13 @@ class Explanation:
         if self.presets:
             out += ["", "presets in force:", *(f"  {line}" for line in self.presets)]
         out += ["", "why it is hot:", *(f"  {line}" for line in self.hot)]
+        here = [f for f in self.findings if (f.path, f.span.line) == (self.path, self.line)]
         out += ["", "reported here:"]
-        out += [f"  {f.code} {f.message}" for f in self.findings] or ["  nothing"]
+        out += [f"  {f.code} {f.message}" for f in here] or ["  nothing"]
+        below = [f for f in self.findings if f not in here]
+        if below:  # a sync on a parameter: reported where a hot caller passes device data
+            out += ["", "reported at the hot call sites that reach it:"]
+            out += [f"  {f.path}:{f.span.line}: {f.code} {f.message}" for f in below]
         out += ["", "the data:", *(f"  {line}" for line in self.data or ["no sync on this line"])]
         out += ["", "callers considered:", *(f"  {line}" for line in self.callers or ["none"])]
         return "\n".join(out) + "\n"

@@ -108,3 +108,14 @@ def test_show_settings_lists_the_presets_in_force(tree: Path) -> None:
     assert done.returncode == 0, done.stderr
     assert "# Presets in force" in done.stdout
     assert "transformers (transformers 5.24.0): the linted tree imports transformers" in done.stdout
+
+
+def test_a_sync_on_a_parameter_names_the_call_sites_that_report_it(tree: Path) -> None:
+    project, _ = build_project(["engine"])
+    text = explain(project, "engine/ops.py", 6).render()
+    here, _, below = text.partition("reported at the hot call sites that reach it:")
+    assert "reported here:\n  nothing" in here
+    assert "engine/model.py:8: SG102" in below
+    at_the_site = explain(project, "engine/model.py", 8).render()
+    assert "reported here:\n  SG102" in at_the_site
+    assert "reported at the hot call sites" not in at_the_site
