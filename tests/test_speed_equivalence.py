@@ -11,6 +11,7 @@ import pytest
 
 from conftest import FIXTURES
 from syncguard import engine
+from syncguard.bindings import TreeCallFilter
 from syncguard.callgraph import CallGraph
 from syncguard.config import Settings
 from syncguard.discovery import discover, module_name
@@ -133,7 +134,7 @@ def test_dropping_calls_that_cannot_resolve_changes_no_finding(
     shutil.copytree(FIXTURES, root / "fixtures")
     monkeypatch.chdir(root)
     pruned = lint_files(["gen", "fixtures"])
-    monkeypatch.setattr(engine._CallFilter, "__call__", lambda self, callee: True)
+    monkeypatch.setattr(TreeCallFilter, "__call__", lambda self, callee: True)
     assert outcome(lint_files(["gen", "fixtures"])) == outcome(pruned)
 
 
