@@ -12,14 +12,11 @@ import contextlib
 import gc
 import hashlib
 import marshal
-import multiprocessing as mp
 import os
 import select
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from concurrent.futures import ProcessPoolExecutor
-from concurrent.futures.process import BrokenProcessPool
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -468,6 +465,8 @@ def _per_file_phase(
     elif workers < 2:
         workers = 0
     if workers:
+        from concurrent.futures.process import BrokenProcessPool  # only runs that use a pool
+
         try:
             for unit, (ignored, failed, payload) in zip(
                 pending, _pool_map(workers, pending, decode_cached), strict=True
@@ -650,6 +649,9 @@ def _pool_map(
 ) -> Iterator[tuple[bool, bool, Payload | None]]:
     """Analyse ``units`` in ``workers`` processes, results in order; this process runs
     ``meanwhile()`` while they work."""
+    import multiprocessing as mp  # a tenth of a second of start-up: only where used
+    from concurrent.futures import ProcessPoolExecutor
+
     tasks = [(unit.path, unit.data, unit.module, unit.is_package) for unit in units]
     # fork is fast and safe while this process runs no other thread; else the default.
     single_threaded = threading.active_count() == 1

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import concurrent.futures
 import os
 import shutil
 from collections.abc import Callable
@@ -198,7 +199,7 @@ def test_without_worker_processes_the_lint_runs_in_this_one(
     def no_processes(*args: object, **kwargs: object) -> None:
         raise OSError(38, "Function not implemented")
 
-    monkeypatch.setattr(engine, "ProcessPoolExecutor", no_processes)
+    monkeypatch.setattr(concurrent.futures, "ProcessPoolExecutor", no_processes)
     assert outcome(lint_files(["gen"], jobs=2)) == outcome(reference)
 
 
