@@ -44,6 +44,7 @@ from syncguard.naming import (
 from syncguard.receivers import annotation_type, union
 from syncguard.rule import Rule
 from syncguard.scope import Scope
+from syncguard.spreads import spread_result
 from syncguard.torch_api import GRAD_SCALERS, torch_name
 from syncguard.values import (
     BOOL,
@@ -433,6 +434,7 @@ class FileAnalyzer(Walker):
                     for keyword in node.keywords
                 ),
                 once=self.scope.lazy_depth > 0,
+                spread_parts=self._spread_parts(node),
             )
         )
         if self.scope.lazy_depth:
@@ -444,6 +446,13 @@ class FileAnalyzer(Walker):
                     self.scope.requires, spread=True, indirect=True,
                 )
             )  # fmt: skip
+
+    def _spread_parts(self, node: ast.Call) -> Value | None:
+        """What a trailing ``*parts`` holding a call's result passes, part by part."""
+        parts = spread_result(node, self.scope.assigned)
+        if parts is None:
+            return None
+        return HOST if self.scope.host_code else self.value(parts)
 
     def _note_loop_kinds(self, node: ast.Call, callee: tuple | None) -> None:
         """Mark the loops around ``node`` (and the function) by what the call does: a

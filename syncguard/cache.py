@@ -61,7 +61,7 @@ from syncguard.facts import (
 from syncguard.values import Place, Value
 
 CACHE_FOLDER = ".syncguard_cache"
-FORMAT = 5
+FORMAT = 6
 _MAGIC = b"syncguard-cache\n"
 _CHECKSUM_SIZE = 16
 _CACHEDIR_TAG = (
@@ -155,7 +155,7 @@ _KNOWN_FIELDS: dict[type, tuple[str, ...]] = {
     ),
     CallSite: (
         "callee", "span", "statement", "args", "kwargs", "in_loop", "requires", "spread",
-        "forwards_kwargs", "once", "indirect",
+        "forwards_kwargs", "once", "indirect", "spread_parts",
     ),
     Loop: ("line", "end_line", "flags"),
     Site: (
@@ -263,7 +263,7 @@ def _plain(outcome: FileFacts | FileError) -> tuple[Any, ...]:
              index(arguments, tuple(index(values, arg) for arg in call.args)),
              index(keywords, tuple((name, index(values, arg)) for name, arg in call.kwargs)),
              call.in_loop, call.requires, call.spread, call.forwards_kwargs, call.once,
-             call.indirect)
+             call.indirect, None if call.spread_parts is None else index(values, call.spread_parts))
             for call in function.calls
         )  # fmt: skip
         loops = tuple(
@@ -370,9 +370,10 @@ def decode_facts(
             ] if sites else [],
             [
                 CallSite(callee, Span(*span), statement, arguments[args], keywords[kwargs],
-                         in_loop, requires, spread, forwards, once, indirect)
+                         in_loop, requires, spread, forwards, once, indirect,
+                         None if parts is None else values[parts])
                 for callee, span, statement, args, kwargs, in_loop, requires, spread, forwards,
-                once, indirect in calls
+                once, indirect, parts in calls
             ] if calls else [],
             literal_defaults,
             returns,

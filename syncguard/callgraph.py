@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterable, Sequence
 from syncguard.bindings import Bindings, FunctionId
 from syncguard.facts import CallSite, Span
 from syncguard.torch_api import COMMON_METHODS
-from syncguard.values import Value
+from syncguard.values import Value, tuple_part
 
 Caller = tuple[FunctionId, CallSite]
 
@@ -216,6 +216,8 @@ class CallGraph:
         index = params.index(name) - (1 if bound else 0)
         if 0 <= index < len(call.args):
             return call.args[index]
+        if index >= 0 and call.spread_parts is not None:
+            return tuple_part(call.spread_parts, index - len(call.args))
         for keyword, value in call.kwargs:
             if keyword == name:
                 return value

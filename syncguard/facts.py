@@ -108,6 +108,10 @@ class CallSite:
     # The function is passed as an argument (a callback, ``partial(f, ...)``), not called
     # here: the code it is given to calls it, with arguments this call does not show.
     indirect: bool = False
+    # A trailing ``*parts`` where ``parts`` holds what a call returned (``parts = f()``;
+    # ``g(*parts)``): what it is, each further positional parameter getting its part as
+    # if unpacked (``a, b = parts; g(a, b)``). None for any other spread.
+    spread_parts: Value | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -71,6 +71,7 @@ from syncguard.values import (
     Place,
     Value,
     join,
+    tuple_part,
 )
 
 _CONTAINER_TYPES = {"collections.defaultdict", "collections.OrderedDict", "collections.deque"}
@@ -597,20 +598,11 @@ class Placement(AnalyzerState):
                 self.scope.assigned[target.id] = source
         elif isinstance(target, (ast.Tuple, ast.List)):
             sources = source.elts if isinstance(source, (ast.Tuple, ast.List)) else None
-            element_value = Value(value.place, value.params)
-            if value.place is Place.DEVICE and PYSEQ not in value.tags:
-                # The parts of an opaque call's result made on a device may be host metadata.
-                element_value = UNKNOWN
             for index, element in enumerate(target.elts):
                 if sources is not None and len(sources) == len(target.elts):
                     self._bind(element, self.value(sources[index]), sources[index])
                 else:
-                    # A part of what a function returned: that part of its result.
-                    parts = frozenset(
-                        f"{tag}#{index}" for tag in value.tags if tag.startswith(RESULT_PREFIX)
-                    )
-                    part = Value(element_value.place, element_value.params, parts)
-                    self._bind(element, part if parts else element_value, None)
+                    self._bind(element, tuple_part(value, index), None)
         elif isinstance(target, ast.Starred):
             self._bind(target.value, value, None)
         elif isinstance(target, ast.Subscript):

@@ -119,6 +119,18 @@ def param(name: str) -> Value:
     return Value(Place.PARAM, frozenset((name,)))
 
 
+def tuple_part(value: Value, index: int) -> Value:
+    """Part ``index`` of a tuple whose parts are not shown (``a, b = f()``, or ``g(*parts)``
+    with ``parts = f()``): where the whole lives, or that part of a function's result for
+    the project phase to place. The parts of an opaque call's result made on a device may
+    be host metadata: unknown."""
+    place = value.place
+    if place is Place.DEVICE and PYSEQ not in value.tags:
+        place = Place.UNKNOWN
+    parts = frozenset(f"{tag}#{index}" for tag in value.tags if tag.startswith(RESULT_PREFIX))
+    return Value(place, value.params if place is Place.PARAM else frozenset(), parts)
+
+
 def join(*values: Value) -> Value:
     """Placement of a value computed from all of ``values`` (tags are dropped)."""
     place = Place.HOST

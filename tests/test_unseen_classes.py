@@ -155,3 +155,50 @@ def test_an_item_the_host_parameters_name_is_host_data_where_it_is_read() -> Non
         (f.path, f.span.line) for f in lint_tree({"s.py": source}, settings=settings).findings
     )
     assert found == [("s.py", 12)]
+
+
+_SPREAD_ENGINE = """
+    class Engine:
+        def __init__(self, model):
+            self.model = model
+
+        async def forward_step(self):
+            return {"finished_request_ids": self.logits.argmax(-1)}, {"waiting": 0}, 0.5
+
+        async def bookkeep(self, step_result, context_state, step_time):
+            finished = step_result["finished_request_ids"]
+            for request_id in finished.tolist():
+                print(request_id, context_state, step_time)
+
+        async def step(self, *args):
+            {body}
+
+        async def run_loop(self, batches):
+            for batch in batches:
+                self.logits = self.model(batch)
+                await self.step()
+    """
+
+
+def _spread_engine(body: str) -> dict[str, str]:
+    return {"engine.py": _SPREAD_ENGINE.replace("{body}", body.replace("\n", "\n            "))}
+
+
+def test_spreading_a_call_result_into_parameters_passes_each_its_part() -> None:
+    spread = "last_step = await self.forward_step()\nawait self.bookkeep(*last_step)"
+    unpacked = (
+        "result, state, seconds = await self.forward_step()\n"
+        "await self.bookkeep(result, state, seconds)"
+    )
+    # ``*last_step`` gives ``step_result`` the first part of what forward_step returned,
+    # as unpacking it would: the sync in bookkeep runs every step of the event loop.
+    assert reported(_spread_engine(spread)) == [("engine.py", 15, "SG102")]
+    assert reported(_spread_engine(unpacked)) == [("engine.py", 15, "SG102")]
+
+
+def test_spreading_what_is_not_a_call_result_passes_nothing_shown() -> None:
+    # The caller's own ``*args`` (whatever its callers give: nothing here) and a spread
+    # after another spread say nothing of which part lands on ``step_result``.
+    assert reported(_spread_engine("await self.bookkeep(*args)")) == []
+    double = "head = await self.forward_step()\nawait self.bookkeep(*args, *head)"
+    assert reported(_spread_engine(double)) == []
