@@ -55,6 +55,13 @@ def test_a_fix_rewrites_the_node_its_span_names_and_nothing_else() -> None:
     assert applied == 3
 
 
+def test_a_fix_keeps_old_mac_line_endings_after_a_trailing_comment() -> None:
+    # LibCST drops a region's final lone "\r": the next line would join the comment.
+    source = "def f(x):\r    y = g(x)  # keep\r    return y\r"
+    new, applied = apply_fixes(source, [fix("set-keyword", 2, 9, 2, 13, "k", "1")])
+    assert (new, applied) == ("def f(x):\r    y = g(x, k=1)  # keep\r    return y\r", 1)
+
+
 def test_a_span_that_names_no_node_of_the_codemod_s_kind_is_left_alone() -> None:
     source = "a = f(x)\n"
     assert apply_fixes(source, [fix("set-keyword", 1, 5, 1, 8, "k", "1")]) == (source, 0)
@@ -262,6 +269,8 @@ def test_fixes_keep_comments_parentheses_and_continuations(tmp_path, capsys) -> 
     [
         ("CRLF with a BOM", lambda t: b"\xef\xbb\xbf" + t.replace("\n", "\r\n").encode(),
          lambda b: b.removeprefix(b"\xef\xbb\xbf").decode().replace("\r\n", "\n")),
+        ("CR line endings", lambda t: t.replace("\n", "\r").encode(),
+         lambda b: b.decode().replace("\r", "\n")),
         ("tabs", lambda t: t.replace("    ", "\t").encode(),
          lambda b: b.decode().replace("\t", "    ")),
         ("form feeds", lambda t: t.replace("\n\n", "\n\x0c\n").encode(),
