@@ -316,7 +316,7 @@ def test_fix_paths_applies_safe_fixes_unless_unsafe_allowed(tmp_path, monkeypatc
     everything = fix_paths(["model.py"], unsafe=True)
     assert everything.applied == 2
     assert everything.result.findings == []
-    diff = unified_diff(everything.original, everything.fixed)
+    diff = unified_diff(everything).decode()
     assert diff.startswith("--- a/model.py\n+++ b/model.py\n")
     assert "\n-        self.buf[0] = 0\n" in diff and "\n+        self.buf[0:1] = 0\n" in diff
 
