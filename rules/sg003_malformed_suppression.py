@@ -12,6 +12,8 @@ class MalformedSuppression(Rule):
     Why it matters: flake8 reads ``# noqa SG101`` as a bare ``# noqa`` that silences
     every code on the line, ruff ignores it with a warning; syncguard follows ruff, so
     the comment silences nothing and the line is reported, with this warning saying why.
+    A malformed ``# noqa`` that names no syncguard code (``# noqa E501``) belongs to
+    another linter and is left to it.
 
     How to fix: put the colon in: ``# noqa: SG101`` (``--fix`` does).
     """
@@ -32,6 +34,15 @@ import torch
 @torch.compile
 def step(x):
     return x.item()  # noqa: SG101
+"""
+        ),
+        Valid(
+            """
+import torch
+
+@torch.compile
+def step(x):
+    return x + 1  # noqa E501 -- another linter's comment, for that linter to judge
 """
         ),
     ]

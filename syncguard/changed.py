@@ -46,6 +46,12 @@ def lint_changed(paths: Sequence[str], root: Path, **options: Any) -> LintResult
     sources = {renamed.get(path, path): text for path, text in given.items()}
     result = lint_files([top, *named], sources=sources, **options)
     targets = set(named)
+    settings = options.get("settings")
+    if settings is not None:  # notes on configs: of the configs of FILES only
+        unused = set(settings.notes()) - set(
+            settings.notes([os.path.dirname(os.path.abspath(path)) for path in named])
+        )
+        result.warnings = [warning for warning in result.warnings if warning not in unused]
 
     def touches(finding: Finding) -> bool:
         return finding.path in targets or any(step.path in targets for step in finding.chain)

@@ -50,7 +50,7 @@ class Folders(Protocol):
 
     def settings_for(self, folder: str) -> Settings: ...
 
-    def notes(self, root: Settings) -> list[str]: ...
+    def notes(self, root: Settings, folders: Sequence[str] | None = None) -> list[str]: ...
 
 
 @dataclass(frozen=True)
@@ -124,10 +124,11 @@ class Settings:
         """True when an ``exclude`` glob matches ``path`` (a file or a folder)."""
         return bool(self.exclude) and _matches_any(self._relative(path), self.exclude)
 
-    def notes(self) -> list[str]:
+    def notes(self, folders: Sequence[str] | None = None) -> list[str]:
         """What a run with these project-wide settings should say about its configuration:
-        the configs under the linted paths whose analysis settings differ (and are unused)."""
-        return self.tree.notes(self) if self.tree is not None else []
+        the configs under the linted paths (or of ``folders`` only) whose analysis settings
+        differ (and are unused)."""
+        return self.tree.notes(self, folders) if self.tree is not None else []
 
     def _per_file_ignored(self, path: str, code: str) -> bool:
         relative = None

@@ -148,10 +148,11 @@ class ConfigTree:
             return f"no pyproject.toml with [tool.syncguard] at or above {_shown(folder)}: defaults"
         return f"the nearest pyproject.toml with [tool.syncguard] at or above {_shown(folder)}"
 
-    def notes(self, root: Settings) -> list[str]:
-        """A note for each config found for the linted folders whose analysis settings
-        differ from ``root``'s, which are the ones used."""
-        configs = {s.source: s for s in self._folders.values() if isinstance(s, Settings)}
+    def notes(self, root: Settings, folders: Sequence[str] | None = None) -> list[str]:
+        """A note for each config found for the linted folders (or for ``folders`` only,
+        absolute) whose analysis settings differ from ``root``'s, which are the ones used."""
+        found = self._folders.values() if folders is None else map(self._governing, folders)
+        configs = {s.source: s for s in found if isinstance(s, Settings)}
         notes = []
         for source, settings in sorted(configs.items(), key=lambda item: str(item[0])):
             differ = [
@@ -169,6 +170,12 @@ class ConfigTree:
                     "holds every linted path)"
                 )
         return notes
+
+    def _governing(self, folder: str) -> Settings | ConfigError:
+        try:
+            return self.settings_for(folder)
+        except ConfigError as error:  # reported where its files are linted
+            return error
 
     def _read(self, folder: str) -> Settings | ConfigError | None:
         """The settings of the config in ``folder`` (or its error); None when it has none."""

@@ -142,6 +142,8 @@ class _Where:
         directive = self.directive
         written = self.comment[directive.start : directive.end]
         if directive.malformed:
+            if directive.kind == "noqa" and not any(map(directive.ours, directive.codes)):
+                return  # another linter's comment (`# noqa E501`): that linter says so
             fix = None
             if directive.codes and written.lower().startswith("# noqa"):
                 first = directive.codes[0].start

@@ -61,6 +61,26 @@ def test_a_named_file_is_linted_with_its_project(tmp_path: Path, monkeypatch, ca
     assert check("helpers.py", capsys=capsys) == (1, [("model.py", 8)])
 
 
+def test_notes_on_unused_sub_configs_are_about_the_named_files_only(
+    tmp_path: Path, monkeypatch, capsys
+) -> None:
+    write_project(tmp_path, HELPER_SYNC, MODEL_CALLS)
+    (tmp_path / ".git").mkdir()
+    (tmp_path / "tools").mkdir()
+    (tmp_path / "tools" / "pyproject.toml").write_text(
+        '[tool.syncguard]\nhot-functions = ["tools.*"]\n'
+    )
+    (tmp_path / "tools" / "gen.py").write_text("def gen(x):\n    return x\n")
+    monkeypatch.chdir(tmp_path)
+    capsys.readouterr()
+    main(["check", "other.py"])  # the sub-project's config is not this file's business
+    assert "not used" not in capsys.readouterr().err
+    main(["check", "tools/gen.py"])  # its own config makes tools/ its project: it is used
+    assert "not used" not in capsys.readouterr().err
+    main(["check", "."])  # a whole-tree run says it too
+    assert "tools/pyproject.toml: its hot-functions is not used" in capsys.readouterr().err
+
+
 def test_no_project_without_config_or_checkout(tmp_path: Path, monkeypatch, capsys) -> None:
     write_project(tmp_path, HELPER_SYNC, MODEL_CALLS)
     monkeypatch.chdir(tmp_path)

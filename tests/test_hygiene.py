@@ -43,6 +43,9 @@ def codes(line: str, **settings: object) -> list[str]:
         ("return x.item()  # syncguard: ignore[SG999]", ["SG002", "SG101"]),
         ("return x.item()  # syncguard: ignore[E501]", ["SG002", "SG101"]),
         ("return x.item()  # noqa SG101", ["SG003", "SG101"]),  # no colon: silences nothing
+        ("return n + 1  # noqa E501", []),  # another linter's malformed comment: its business
+        ("return x.item()  # noqa E501", ["SG101"]),  # ... and it silences nothing of ours
+        ("return x.item()  # syncguard: ignore[]", ["SG003", "SG101"]),
         ("return x.item()  # noqa: SG101, SG001", []),
     ],
 )
