@@ -581,9 +581,12 @@ class Placement(AnalyzerState):
                 if sources is not None and len(sources) == len(target.elts):
                     self._bind(element, self.value(sources[index]), sources[index])
                 else:
-                    # A part of what a function returned: that part of its result.
+                    # A part of what a function returned: that part of its result (a
+                    # part of a part, `(a, b), c = f()`, is not placed).
                     parts = frozenset(
-                        f"{tag}#{index}" for tag in value.tags if tag.startswith(RESULT_PREFIX)
+                        f"{tag}#{index}"
+                        for tag in value.tags
+                        if tag.startswith(RESULT_PREFIX) and "#" not in tag
                     )
                     part = Value(element_value.place, element_value.params, parts)
                     self._bind(element, part if parts else element_value, None)
