@@ -338,6 +338,25 @@ def test_a_reader_that_stops_reading_ends_the_run_as_if_complete(
     assert (result.returncode, result.stderr) == (code, "")
 
 
+@pytest.mark.parametrize("output_format", ["concise", "full"])
+def test_a_reader_that_stops_after_the_first_line_ends_the_run_with_the_findings_code(
+    tmp_path: Path, output_format: str
+) -> None:
+    """`syncguard check . | head -1` with more findings than a pipe holds: the write
+    fails part-way, the run still exits 1 and says nothing on stderr."""
+    syncs = "".join(f"    n{index} = x.item()\n" for index in range(2000))
+    (tmp_path / "m.py").write_text(f"import torch\n\n@torch.compile\ndef f(x):\n{syncs}")
+    command = syncguard_command("check", ".", "--no-cache", "--output-format", output_format)
+    with subprocess.Popen(
+        command, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    ) as child:
+        assert child.stdout is not None and child.stderr is not None
+        assert child.stdout.readline()
+        child.stdout.close()  # `head -1` exits
+        errors = child.stderr.read()
+    assert (child.returncode, errors) == (1, b"")
+
+
 def test_output_and_errors_to_one_closed_pipe_keep_the_exit_code(tree: Path) -> None:
     (tree / "broken.py").write_text("def f(:\n")  # a located error on stderr: exit 2
     read_end, write_end = os.pipe()
