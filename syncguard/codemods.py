@@ -185,9 +185,16 @@ class OneElementSlice(Codemod):
         number = _literal_int(value)
         if number is None:
             return None
-        upper = None if number == -1 else cst.Integer(str(number + 1))
+        upper = None if number == -1 else _integer(number + 1)
         element = last.with_changes(slice=cst.Slice(lower=value, upper=upper))
         return node.with_changes(slice=[*node.slice[:-1], element])
+
+
+def _integer(number: int) -> cst.BaseExpression:
+    """The literal ``number`` (LibCST's Integer holds no sign: ``-1`` is a unary minus)."""
+    if number < 0:
+        return cst.UnaryOperation(cst.Minus(), cst.Integer(str(-number)))
+    return cst.Integer(str(number))
 
 
 def _literal_int(node: cst.BaseExpression) -> int | None:
@@ -363,7 +370,10 @@ def _rewrite_region(text: str, first_line: int, fixes: Sequence[Fix]) -> tuple[s
     if module.code != code:  # LibCST would not give these lines back as they are
         return text, []
     rewriter = _Rewriter(fixes, first_line - 1 - (1 if indented else 0))
-    new = MetadataWrapper(module, unsafe_skip_copy=True).visit(rewriter).code
+    try:
+        new = MetadataWrapper(module, unsafe_skip_copy=True).visit(rewriter).code
+    except cst.CSTValidationError:  # a codemod built a node LibCST refuses: no fix here
+        return text, []
     if not rewriter.applied or not new.endswith(tail):
         return text, []
     try:

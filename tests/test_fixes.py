@@ -94,7 +94,29 @@ def test_a_rewrite_libcst_cannot_parse_again_is_not_made(monkeypatch) -> None:
         def rewrite(self, node: cst.CSTNode, arguments: tuple[str, ...]) -> cst.CSTNode:
             return cst.Name("not a name")
 
-    assert apply_fixes("    x\n", [fix("test-broken", 1, 5, 1, 6)]) == ("    x\n", 0)
+    source = "if y:\n    x\n"  # (an indented line alone is no module: nothing is tried)
+    assert apply_fixes(source, [fix("test-broken", 2, 5, 2, 6)]) == (source, 0)
+
+
+def test_a_codemod_building_a_node_libcst_refuses_makes_no_fix(monkeypatch) -> None:
+    monkeypatch.setitem(CODEMODS, "test-invalid", CODEMODS["replace"])
+
+    class Invalid(Codemod):
+        name = "test-invalid"
+        node_type = cst.Name
+
+        def rewrite(self, node: cst.CSTNode, arguments: tuple[str, ...]) -> cst.CSTNode:
+            return cst.Integer("-1")  # LibCST's integers have no sign: CSTValidationError
+
+    assert apply_fixes("x\n", [fix("test-invalid", 1, 1, 1, 2)]) == ("x\n", 0)
+
+
+def test_one_element_slices_of_negative_indices() -> None:
+    source = "buf[-2] = 0\nbuf[-1] = 0\nbuf[..., 3] = 0\n"
+    fixes = [fix("one-element-slice", 1, 1, 1, 8), fix("one-element-slice", 2, 1, 2, 8)]
+    fixes.append(fix("one-element-slice", 3, 1, 3, 12))
+    new, applied = apply_fixes(source, fixes)
+    assert (new, applied) == ("buf[-2:-1] = 0\nbuf[-1:] = 0\nbuf[..., 3:4] = 0\n", 3)
 
 
 def test_a_new_codemod_is_one_small_class(monkeypatch) -> None:

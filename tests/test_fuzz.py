@@ -127,7 +127,8 @@ def _compound(inner: st.SearchStrategy[str]) -> st.SearchStrategy[str]:
 
 EXPRESSIONS = st.recursive(st.sampled_from(_LEAVES), _compound, max_leaves=5)
 _TARGETS = (
-    "n", "t", "out", "self.buf[0]", "self.cache[n]", "out[mask]", "self.count", "a, b",
+    "n", "t", "out", "self.buf[0]", "self.buf[-2]", "self.buf[..., 3]", "self.cache[n]",
+    "out[mask]", "self.count", "a, b",
     "(a, b), c", "a, (b, *rest)",
 )  # fmt: skip
 _DECORATORS = (
@@ -171,7 +172,10 @@ def statement(draw: st.DrawFn, scope: _Scope) -> list[str]:
     inner = _Scope(scope.depth + 1, scope.loop, scope.asynchronous)
     looping = _Scope(scope.depth + 1, True, scope.asynchronous)
     if kind == "assign":
-        return [f"{draw(st.sampled_from(_TARGETS))} = {expr}"]
+        target = draw(st.sampled_from(_TARGETS))
+        if target.startswith("self.buf[") and draw(st.booleans()):
+            expr = draw(st.sampled_from(("0", "1.5", "n", "len(lens)")))  # a host scalar
+        return [f"{target} = {expr}"]
     if kind == "unpack":  # the parts of what a helper returns, one of them used
         target = draw(st.sampled_from(_TARGETS[-3:]))
         callee = draw(st.sampled_from(("gather", "helpers.pack", "_local", "self.project")))
