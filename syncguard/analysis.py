@@ -365,7 +365,7 @@ class FileAnalyzer(Walker):
         self.scope.facts.sites.append(
             Site(
                 code=self.rule_code,
-                span=self.span(node),
+                span=self.op_span(node),
                 statement=self.statement,
                 message=message or "",
                 suggestion=suggestion,

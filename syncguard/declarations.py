@@ -8,10 +8,49 @@ import ast
 import re
 from collections.abc import Callable
 
-_HOST_ANNOTATIONS = re.compile(
-    r"^(?:Optional\[)?(?:int|float|bool|str|bytes|list|List|tuple|Tuple|dict|Dict|set|Set|"
-    r"Sequence|Iterable|Mapping|np\.ndarray|numpy\.ndarray|npt\.NDArray|NDArray|"
-    r"torch\.dtype|torch\.device)\b"
+# Types whose values live on the host, and containers whose items live where their element
+# types say: ``list[int]`` is host data, ``dict[str, Any]`` or a bare ``list`` says nothing.
+_HOST_SCALARS = frozenset(
+    [
+        "int",
+        "float",
+        "bool",
+        "str",
+        "bytes",
+        "None",
+        "np.ndarray",
+        "numpy.ndarray",
+        "npt.NDArray",
+        "NDArray",
+        "torch.dtype",
+        "torch.device",
+        "dtype",
+        "device",
+    ]
+)
+_CONTAINERS = frozenset(
+    [
+        "list",
+        "List",
+        "tuple",
+        "Tuple",
+        "dict",
+        "Dict",
+        "set",
+        "Set",
+        "frozenset",
+        "FrozenSet",
+        "Sequence",
+        "Iterable",
+        "Mapping",
+        "MutableMapping",
+        "MutableSequence",
+        "typing.Sequence",
+        "typing.Mapping",
+        "collections.abc.Sequence",
+        "collections.abc.Mapping",
+        "collections.abc.Iterable",
+    ]
 )
 # A declaration's trailing comment saying the value lives on the CPU (``# CPU tensor``).
 _CPU_COMMENT = re.compile(r"#\s*(?:on\s+(?:the\s+)?)?CPU\b", re.IGNORECASE)
@@ -68,10 +107,32 @@ def class_annotation(text: str) -> str:
 
 
 def is_host_annotation(annotation: ast.expr | None) -> bool:
+    """Whether values of this annotation live on the host: host scalars, arrays, dtypes and
+    containers (``Optional``/unions too) all of whose element types do."""
     if annotation is None:
         return False
-    text = ast.unparse(annotation).strip("'\"")
-    return bool(_HOST_ANNOTATIONS.match(text)) and "Tensor" not in text
+    if isinstance(annotation, ast.Constant) and isinstance(annotation.value, str):
+        try:
+            annotation = ast.parse(annotation.value, mode="eval").body
+        except SyntaxError:
+            return False
+    return _host_type(annotation)
+
+
+def _host_type(node: ast.expr) -> bool:
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.BitOr):
+        return _host_type(node.left) and _host_type(node.right)
+    if isinstance(node, ast.Constant):
+        return node.value is None or node.value is Ellipsis
+    if isinstance(node, ast.Subscript):
+        outer = ast.unparse(node.value)
+        items = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
+        if outer.rsplit(".", 1)[-1] in {"Optional", "Union"}:
+            return all(_host_type(item) for item in items)
+        if outer.rsplit(".", 1)[-1] in {"NDArray"}:
+            return True
+        return outer in _CONTAINERS and all(_host_type(item) for item in items)
+    return ast.unparse(node) in _HOST_SCALARS
 
 
 def declared_host_fields(

@@ -12,19 +12,17 @@ import contextlib
 import gc
 import hashlib
 import marshal
-import multiprocessing as mp
 import os
 import select
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from concurrent.futures import ProcessPoolExecutor
-from concurrent.futures.process import BrokenProcessPool
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from syncguard.analysis import FileAnalyzer
+from syncguard.bindings import TreeCallFilter
 from syncguard.cache import (
     Cache,
     CallFilter,
@@ -236,7 +234,7 @@ def _project(
     roots by their class or the settings, come from the cache while no file's
     interface (see :func:`syncguard.cache.interface_digest`) and no setting changed;
     the other files' are worked out here, and kept for the next run."""
-    keep_call = _CallFilter({unit.module for unit in linted})
+    keep_call = TreeCallFilter({unit.module for unit in linted})
     interface_key = _interface_key(linted, _interface, hot_settings) if cache is not None else None
     known = cache.known_files(interface_key) if cache and interface_key else {}
     roots: dict[tuple[str, int], str] = {}  # (folder, package depth) -> import root
@@ -435,7 +433,7 @@ def _per_file_phase(
         Where calls resolve is read from the cache if the files being analysed keep
         the interfaces they had (a guess the project phase checks). Stops early once
         ``enough()``; the project phase decodes the rest if it runs."""
-        keep_call = _CallFilter({unit.module for unit in units})
+        keep_call = TreeCallFilter({unit.module for unit in units})
         guess = None
         if cache is not None:
             guess = _interface_key(
@@ -467,6 +465,8 @@ def _per_file_phase(
     elif workers < 2:
         workers = 0
     if workers:
+        from concurrent.futures.process import BrokenProcessPool  # only runs that use a pool
+
         try:
             for unit, (ignored, failed, payload) in zip(
                 pending, _pool_map(workers, pending, decode_cached), strict=True
@@ -550,34 +550,6 @@ def _outcome(
         if keep_call is not None and isinstance(outcome, FileFacts):
             prune_calls(outcome, keep_call)
         return outcome
-
-
-class _CallFilter:
-    """Keeps the calls that may resolve to a function of the linted tree.
-
-    A dotted callee (``pkg.mod.f``, from an import) resolves only through a
-    module of the tree named by one of its prefixes, as in the project phase;
-    most name the standard library or a third-party package. Dropping those
-    changes no finding and spares decoding and resolving them.
-    """
-
-    def __init__(self, modules: set[str]) -> None:
-        self.modules = modules
-        self.heads = {module.partition(".")[0] for module in modules}
-        self.known: dict[str, bool] = {}
-
-    def __call__(self, callee: tuple) -> bool:
-        if callee[0] != "dotted":
-            return True
-        dotted = callee[1]
-        found = self.known.get(dotted)
-        if found is None:
-            parts = dotted.split(".")
-            found = parts[0] in self.heads and any(
-                ".".join(parts[:cut]) in self.modules for cut in range(1, len(parts))
-            )
-            self.known[dotted] = found
-        return found
 
 
 def _run_key(linted: Sequence[_Unit], hot_settings: HotSettings, scope: str) -> bytes | None:
@@ -677,6 +649,9 @@ def _pool_map(
 ) -> Iterator[tuple[bool, bool, Payload | None]]:
     """Analyse ``units`` in ``workers`` processes, results in order; this process runs
     ``meanwhile()`` while they work."""
+    import multiprocessing as mp  # a tenth of a second of start-up: only where used
+    from concurrent.futures import ProcessPoolExecutor
+
     tasks = [(unit.path, unit.data, unit.module, unit.is_package) for unit in units]
     # fork is fast and safe while this process runs no other thread; else the default.
     single_threaded = threading.active_count() == 1

@@ -31,7 +31,8 @@ _COLD_DECORATORS = frozenset(
 # Words that name timing, profiling or debugging code (``timed_encoder_operation``,
 # ``profile_run``, ``_debug_validate_coverage``): its syncs are the measurement or the check;
 # and code that prepares the steps or stands in for one (``warmup``, ``capture_graphs``,
-# ``_dummy_run``, ``autotune``): it runs before the steps, not in them.
+# ``_dummy_run``, ``autotune``): it runs before the steps, not in them. A ``*state_dict*``
+# function saves or loads a checkpoint: once per checkpoint, not per step.
 _COLD_WORDS = frozenset(
     {"timed", "timer", "timing", "timings", "profile", "profiler", "profiling", "benchmark",
      "debug", "warmup", "capture", "dummy", "autotune"}
@@ -45,12 +46,6 @@ _STEP_METHODS = (
     ("torch.optim.Optimizer", "step"),
     ("torch.optim.optimizer.Optimizer", "step"),
 )
-# Hugging Face input processors: they run on the CPU while requests are prepared.
-_PREPROCESSOR_BASES = frozenset(
-    {"FeatureExtractionMixin", "SequenceFeatureExtractor", "ProcessorMixin",
-     "ImageProcessingMixin", "BaseImageProcessor", "BaseImageProcessorFast",
-     "BaseVideoProcessor"}
-)  # fmt: skip
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,6 +62,9 @@ class HotSettings:
     # ``BASE:METHOD`` globs: a method of a class deriving from BASE (``torch.optim.Optimizer``,
     # qualified as imported) that the framework's own loop calls every step.
     hot_methods: tuple[str, ...] = ()
+    # Globs over qualified class names (as imported) of classes that prepare inputs on the
+    # host (a framework's input processors): a module only their methods build runs there.
+    host_classes: tuple[str, ...] = ()
     origins: tuple[tuple[str, str], ...] = ()  # (entry, where it comes from)
     presets: tuple[str, ...] = ()  # names, or "auto" (see syncguard.presets)
 
@@ -117,8 +115,8 @@ class Hotness:
         name = function.qualname.rpartition(".")[2]
         if name == "__init__" or function.marker == "cold":
             return True
-        if _COLD_WORDS & set(name.lower().split("_")):
-            return True  # measuring, debugging or set-up code
+        if _COLD_WORDS & set(name.lower().split("_")) or "state_dict" in name.lower():
+            return True  # measuring, debugging, set-up or checkpoint (state_dict) code
         if function.decorators and not _COLD_DECORATORS.isdisjoint(function.decorators):
             return True
         patterns = self.settings.cold_functions
@@ -133,8 +131,9 @@ class Hotness:
         return bool(_SETUP_WORDS & set(name.lower().split("_")))
 
     def _preprocessing(self, fid: FunctionId) -> bool:
-        """True for a method of a module that only input processors build (a filterbank
-        made by a feature extractor): it runs on the CPU before the model sees the data."""
+        """True for a method of a module that only input processors (``host-classes`` of the
+        presets) build, a filterbank made by a feature extractor: it runs on the CPU before
+        the model sees the data."""
         class_name = self.functions[fid].class_name
         if class_name is None:
             return False
@@ -147,9 +146,14 @@ class Hotness:
 
     def _is_preprocessor(self, fid: FunctionId) -> bool:
         class_name = self.functions[fid].class_name
-        return class_name is not None and any(
-            base.rpartition(".")[2] in _PREPROCESSOR_BASES
-            for base in self.bindings.mro((fid[0], class_name))[1]
+        patterns = self.settings.host_classes
+        return (
+            class_name is not None
+            and bool(patterns)
+            and any(
+                matches(ancestor, patterns) is not None
+                for ancestor in self.bindings.ancestors((fid[0], class_name))
+            )
         )
 
     def _root_reason(self, fid: FunctionId, compiled_refs: set[FunctionId]) -> str | None:

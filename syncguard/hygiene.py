@@ -143,7 +143,7 @@ class _Where:
         written = self.comment[directive.start : directive.end]
         if directive.malformed:
             if directive.kind == "noqa" and not any(map(directive.ours, directive.codes)):
-                return  # another linter's comment (`# noqa E501`): that linter says so
+                return  # another linter's comment (noqa then E501, no colon): left to it
             fix = None
             if directive.codes and written.lower().startswith("# noqa"):
                 first = directive.codes[0].start

@@ -14,6 +14,7 @@ from syncguard.conditions import (
 from syncguard.facts import (
     MODULE_SCOPE,
 )
+from syncguard.iteration import loop_parts
 from syncguard.naming import (
     as_named,
     is_host_name,
@@ -72,6 +73,7 @@ from syncguard.values import (
     join,
 )
 
+_CONTAINER_TYPES = {"collections.defaultdict", "collections.OrderedDict", "collections.deque"}
 _NEVER_NONE_EXPRESSIONS = (
     ast.BinOp, ast.Subscript, ast.Compare, ast.List, ast.Tuple, ast.Dict, ast.Set,
     ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp, ast.JoinedStr, ast.Lambda,
@@ -110,8 +112,17 @@ class Placement(AnalyzerState):
         if isinstance(node, ast.Call):
             return self._call_value(node)
         if isinstance(node, ast.Subscript):
-            base = self.value(node.value)
             key = node.slice
+            if (
+                isinstance(node.value, ast.Name)
+                and node.value.id in self.scope.item_owners
+                and isinstance(key, ast.Constant)
+                and isinstance(key.value, str)
+            ):
+                stored = self.scope.env.get(f"{node.value.id}[{key.value!r}]")
+                if stored is not None:
+                    return stored
+            base = self.value(node.value)
             if isinstance(key, ast.Constant) and isinstance(key.value, str) and not base.on_host:
                 # inputs["image_grid_thw"]: the item's name may say it is host data.
                 return Value(base.place, base.params, frozenset((f"{KEY_PREFIX}{key.value}",)))
@@ -268,6 +279,8 @@ class Placement(AnalyzerState):
         qualified = self.qualified_name(func)
         if qualified is not None:
             root, _, rest = qualified.partition(".")
+            if qualified in _CONTAINER_TYPES:
+                return HOST.with_tags(PYSEQ)  # an empty container, filled later
             if root in HOST_MODULES:
                 return HOST
             if root == "torch":
@@ -288,6 +301,8 @@ class Placement(AnalyzerState):
                 if name in NUMBER_BUILTINS:
                     return HOST.with_tags(SCALAR)  # int(t), len(xs): a Python number
                 return HOST.with_tags(BOOL) if name == "bool" else HOST
+            if name in ("dict", "list") and not node.args and not node.keywords:
+                return HOST.with_tags(PYSEQ)
             if name in PASSTHROUGH_BUILTINS:
                 values = [self.value(arg) for arg in node.args]
                 return join(*values) if values else HOST
@@ -552,6 +567,11 @@ class Placement(AnalyzerState):
         value = self.value(iterable)
         return Value(value.place, value.params, value.tags & {TENSOR} - {PYSEQ})
 
+    def bind_loop(self, target: ast.expr, iterable: ast.expr) -> None:
+        for part, source in loop_parts(target, iterable):
+            value = HOST.with_tags(SCALAR) if source is None else self._element_value(source)
+            self._bind(part, value, None)
+
     def _bind(self, target: ast.expr, value: Value, source: ast.expr | None) -> None:
         env = self.scope.env
         if self.scope.narrowed:
@@ -561,6 +581,10 @@ class Placement(AnalyzerState):
         if isinstance(target, ast.Name):
             env[target.id] = as_named(target.id, value)
             self._note_items(target.id, source)
+            if target.id in self.scope.item_owners:  # a new container: forget the old items
+                self.scope.item_owners.discard(target.id)
+                for key in [k for k in env if k.startswith(f"{target.id}[")]:
+                    del env[key]
             if source is None or not self._never_none(source):
                 self.scope.maybe_none.add(target.id)
                 self.scope.rebound_maybe_none.add(target.id)
@@ -592,23 +616,26 @@ class Placement(AnalyzerState):
                     self._bind(element, part if parts else element_value, None)
         elif isinstance(target, ast.Starred):
             self._bind(target.value, value, None)
-        elif isinstance(target, ast.Subscript) and isinstance(target.value, ast.Name):
-            # batch[k] = gathered: a local container now also holds what it is given.
-            name = target.value.id
-            items = self.scope.dict_items.get(name)
-            if items is not None:
-                item = target.slice
-                if isinstance(item, ast.Constant) and isinstance(item.value, str):
-                    items[item.value] = value  # inputs["grid"] = grid.cpu()
-                else:
-                    del self.scope.dict_items[name]  # an item of unknown name
+        elif isinstance(target, ast.Subscript):
+            # batch[k] = gathered, parts[rank][k] = gathered: the container holds it now.
+            outer = target.value
+            while isinstance(outer, ast.Subscript):
+                outer = outer.value
+            name = outer.id if isinstance(outer, ast.Name) else ""
+            item = target.slice if outer is target.value else None
+            keyed = isinstance(item, ast.Constant) and isinstance(item.value, str)
+            items = self.scope.dict_items.get(name) if item is not None else None
+            if items is not None and keyed:
+                items[item.value] = value  # type: ignore[union-attr]  # inputs["grid"] = grid.cpu()
+            elif items is not None:
+                del self.scope.dict_items[name]  # an item of unknown name
             current = env.get(name)
-            if (
-                current is not None
-                and PYSEQ in current.tags
-                and (value.place is Place.DEVICE or TENSOR in value.tags)
-            ):
-                env[name] = join(current, value).with_tags(PYSEQ)
+            if value.place is Place.DEVICE or TENSOR in value.tags:
+                if keyed:
+                    env[f"{name}[{item.value!r}]"] = value  # type: ignore[union-attr]
+                    self.scope.item_owners.add(name)  # read back as such above
+                if current is not None and PYSEQ in current.tags:
+                    env[name] = join(current, value).with_tags(PYSEQ)
         elif (
             isinstance(target, ast.Attribute)
             and isinstance(target.value, ast.Name)
@@ -640,7 +667,7 @@ class Placement(AnalyzerState):
         scope.env = dict(saved_env)
         scope.memo = dict(saved_memo)
         for generator in generators:
-            self._bind(generator.target, self._element_value(generator.iter), None)
+            self.bind_loop(generator.target, generator.iter)
         try:
             yield
         finally:

@@ -43,6 +43,9 @@ class Scope:
     # Local dicts with known string keys: name -> key -> where that item lives (what a
     # call given ``**inputs`` passes for each of them).
     dict_items: dict[str, dict[str, Value]] = field(default_factory=dict)
+    # Containers of any kind (a parameter too) given device data under a string key here
+    # (``state["loss"] = out.mean()``): the env holds that item as ``state['loss']``.
+    item_owners: set[str] = field(default_factory=set)
     # Local name -> what it holds, for the project phase (see :mod:`syncguard.receivers`).
     types: dict[str, tuple] = field(default_factory=dict)
     # Loops being walked: [first line, last line, flags].
@@ -88,6 +91,18 @@ class AnalyzerState:
         column = self._column(line, node.col_offset)  # type: ignore[attr-defined]
         end_column = self._column(end_line, node.end_col_offset or 0)  # type: ignore[attr-defined]
         return Span(line, column, end_line, end_column)
+
+    def op_span(self, node: ast.AST) -> Span:
+        """Where a finding on ``node`` is shown: a method call spread over lines (a chain
+        ending in ``.sum().item()`` on a line of its own) from the line of its method's
+        name on, the line a reader looks for the sync on."""
+        span = self.span(node)
+        func = node.func if isinstance(node, ast.Call) else None
+        if not isinstance(func, ast.Attribute) or (func.end_lineno or 0) <= span.line:
+            return span
+        line = func.end_lineno or span.line
+        start = self._column(line, (func.end_col_offset or 0) - len(func.attr)) - 1  # the dot
+        return Span(line, max(start, 1), span.end_line, span.end_column)
 
     def _column(self, line: int, byte_offset: int) -> int:
         text = self.lines[line - 1] if 0 < line <= len(self.lines) else ""

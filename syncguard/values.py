@@ -87,12 +87,11 @@ class Value:
         return Value(self.place, self.params) if self.tags else self
 
     def placement(self) -> Value:
-        """Where the value lives, as a sync site records it: the field it was read from
-        or the function that returned it (see :data:`FIELD_PREFIX`, :data:`RESULT_PREFIX`)
-        is kept for the project phase to place."""
-        fields = frozenset(
-            tag for tag in self.tags if tag.startswith((FIELD_PREFIX, RESULT_PREFIX))
-        )
+        """Where the value lives, as a sync site records it: the field it was read from,
+        the function that returned it or the name of the item it is (see
+        :data:`FIELD_PREFIX`, :data:`RESULT_PREFIX`, :data:`KEY_PREFIX`) is kept for the
+        project phase to place."""
+        fields = frozenset(tag for tag in self.tags if tag.startswith(_PROVENANCE))
         return Value(self.place, self.params, fields) if self.tags != fields else self
 
 

@@ -237,7 +237,7 @@ class Walker(Receivers, OnceChecks, ABC):
             self._expression(node.iter)
             before = dict(scope.env)
             maybe_none = set(scope.maybe_none)
-            self._bind(node.target, self._element_value(node.iter), None)
+            self.bind_loop(node.target, node.iter)
             self.bind_element_types(node.target, node.iter)
             scope.loop_depth += 1
             self._open_loop(node, set())

@@ -403,6 +403,10 @@ def test_a_module_only_a_feature_extractor_builds_runs_on_the_cpu() -> None:
                 self.prenet = Prenet()
     """
     assert reported(source) == [("SG301", 16)]
+    # The processor bases are the transformers preset's `host-classes`: without it, the
+    # filterbank is a module like any other.
+    without = lint_snippet(source, settings=Settings(presets=()))
+    assert sorted(f.span.line for f in without.findings) == [11, 12, 16]
 
 
 # ----------------------------------------------------------------- device guards

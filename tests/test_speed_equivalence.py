@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import concurrent.futures
 import os
 import shutil
 from collections.abc import Callable
@@ -11,6 +12,7 @@ import pytest
 
 from conftest import FIXTURES
 from syncguard import engine
+from syncguard.bindings import TreeCallFilter
 from syncguard.callgraph import CallGraph
 from syncguard.config import Settings
 from syncguard.discovery import discover, module_name
@@ -133,7 +135,7 @@ def test_dropping_calls_that_cannot_resolve_changes_no_finding(
     shutil.copytree(FIXTURES, root / "fixtures")
     monkeypatch.chdir(root)
     pruned = lint_files(["gen", "fixtures"])
-    monkeypatch.setattr(engine._CallFilter, "__call__", lambda self, callee: True)
+    monkeypatch.setattr(TreeCallFilter, "__call__", lambda self, callee: True)
     assert outcome(lint_files(["gen", "fixtures"])) == outcome(pruned)
 
 
@@ -197,7 +199,7 @@ def test_without_worker_processes_the_lint_runs_in_this_one(
     def no_processes(*args: object, **kwargs: object) -> None:
         raise OSError(38, "Function not implemented")
 
-    monkeypatch.setattr(engine, "ProcessPoolExecutor", no_processes)
+    monkeypatch.setattr(concurrent.futures, "ProcessPoolExecutor", no_processes)
     assert outcome(lint_files(["gen"], jobs=2)) == outcome(reference)
 
 

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 HEAVY = ("click", "rich", "pygments", "markdown_it", "libcst", "pygls", "lsprotocol", "torch")
+HEAVY += ("multiprocessing",)  # stdlib, but ~0.1 s: only a run big enough for a pool needs it
 CLEAN = "def f(x):\n    return x + 1\n"
 FIXABLE = "import torch\n\n@torch.compile\ndef step(x):\n    staged = x.cpu()\n    return staged\n"
 

@@ -14,7 +14,9 @@ each with the code that justifies it (``cite``: ``path:line`` in that release) a
     why = "the inner training loop calls it for every batch"
 
 Entry kinds are the settings of ``[tool.syncguard]`` they add to: ``hot-functions``,
-``hot-methods``, ``cold-functions``, ``compiled-functions`` and ``host-parameters``.
+``hot-methods``, ``cold-functions``, ``compiled-functions`` and ``host-parameters``; and
+``host-classes``, globs over classes (as imported) that prepare inputs on the host, such as
+a framework's input processors: a module only their methods build runs on the CPU.
 
 ``presets = [...]`` in ``[tool.syncguard]`` chooses them: names of presets, and ``auto``
 (the default) for every preset whose framework the linted tree imports or is.
@@ -44,6 +46,7 @@ KINDS = {
     "cold-functions": "cold_functions",
     "compiled-functions": "compiled_functions",
     "host-parameters": "host_parameters",
+    "host-classes": "host_classes",
 }
 _CITATION = re.compile(r"^[\w./-]+\.py:\d+$")
 
