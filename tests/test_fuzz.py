@@ -421,3 +421,9 @@ def test_a_part_of_a_part_of_a_helper_s_result_is_linted() -> None:
         result = lint_files(paths)
     assert result.problems == []
     assert [(f.code, f.span.line) for f in result.findings] == [("SG101", 7), ("SG101", 7)]
+
+
+def test_an_empty_tuple_annotation_is_analysed() -> None:
+    """``tuple[()]`` (hypothesis, typeshed) was an IndexError in the per-file phase."""
+    source = "def f(x: tuple[()] | None) -> tuple[()]:\n    return ()\n"
+    assert isinstance(analyze_source(source, "m", False, RULES), FileFacts)
