@@ -397,6 +397,18 @@ class _Output:
         return EXIT_ERROR if self.failed else status
 
 
+def _write_bytes(out: TextIO, data: bytes) -> None:
+    """``data`` as it is on ``out`` (a diff holds each file's own encoding); decoded as
+    UTF-8 where ``out`` takes only text."""
+    binary = getattr(out, "buffer", None)
+    if binary is None:
+        out.write(data.decode("utf-8", "replace"))
+        return
+    out.flush()
+    binary.write(data)
+    binary.flush()
+
+
 def _discard(stream: TextIO) -> None:
     """Send what ``stream`` still holds, and anything written later, to the null device (so
     that the flush at exit raises nothing)."""
@@ -490,7 +502,7 @@ def _diff(args: argparse.Namespace, settings: Settings) -> int:
 
     run = _fix(args, settings)
     output = _Output()
-    output.write(lambda out: out.write(unified_diff(run.original, run.fixed)))
+    output.write(lambda out: _write_bytes(out, unified_diff(run)))
     output.notes([str(problem) for problem in run.result.problems])
     if run.fixed:
         return output.status(EXIT_FINDINGS)

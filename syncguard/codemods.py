@@ -185,9 +185,16 @@ class OneElementSlice(Codemod):
         number = _literal_int(value)
         if number is None:
             return None
-        upper = None if number == -1 else cst.Integer(str(number + 1))
+        upper = None if number == -1 else _integer(number + 1)
         element = last.with_changes(slice=cst.Slice(lower=value, upper=upper))
         return node.with_changes(slice=[*node.slice[:-1], element])
+
+
+def _integer(number: int) -> cst.BaseExpression:
+    """The literal ``number`` (LibCST's Integer holds no sign: ``-1`` is a unary minus)."""
+    if number < 0:
+        return cst.UnaryOperation(cst.Minus(), cst.Integer(str(-number)))
+    return cst.Integer(str(number))
 
 
 def _literal_int(node: cst.BaseExpression) -> int | None:
@@ -352,19 +359,28 @@ def _rewrite_region(text: str, first_line: int, fixes: Sequence[Fix]) -> tuple[s
     if indented:  # a block's statements parse as the body of an `if`
         newline = LINE_BREAK.search(text)
         head = "if 1:" + (newline.group() if newline else "\n")
+    # LibCST drops a final lone "\r" (old Mac line endings), which would join the next
+    # line to the last one of the region (into its comment, say): parse it as "\r\n".
+    tail = "\n" if text.endswith("\r") else ""
+    code = head + text + tail
     try:
-        module = cst.parse_module(head + text)
+        module = cst.parse_module(code)
     except (cst.ParserSyntaxError, RecursionError, ValueError):
         return text, []
+    if module.code != code:  # LibCST would not give these lines back as they are
+        return text, []
     rewriter = _Rewriter(fixes, first_line - 1 - (1 if indented else 0))
-    new = MetadataWrapper(module, unsafe_skip_copy=True).visit(rewriter).code
-    if not rewriter.applied:
+    try:
+        new = MetadataWrapper(module, unsafe_skip_copy=True).visit(rewriter).code
+    except cst.CSTValidationError:  # a codemod built a node LibCST refuses: no fix here
+        return text, []
+    if not rewriter.applied or not new.endswith(tail):
         return text, []
     try:
         cst.parse_module(new)  # the rewritten statements parse again
     except (cst.ParserSyntaxError, RecursionError, ValueError):
         return text, []
-    return new[len(head) :], rewriter.applied
+    return new[len(head) : len(new) - len(tail)], rewriter.applied
 
 
 def _compiles(source: str) -> bool:

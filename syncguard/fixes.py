@@ -15,14 +15,14 @@ import io
 import os
 import time
 import tokenize
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from syncguard.config import Settings
 from syncguard.engine import LintResult, lint_files
 from syncguard.facts import Edit, Fix
-from syncguard.reading import Unreadable, decode
+from syncguard.reading import Unreadable, decode, read_bytes
 from syncguard.rule import Context
 
 SAFE = "safe"
@@ -176,10 +176,9 @@ def _read(run: FixRun, paths: Iterable[str], started_ns: int) -> bool:
         if path in run.read:
             continue
         try:
-            with open(path, "rb") as handle:
-                status = os.fstat(handle.fileno())
-                data = handle.read()
+            data = read_bytes(path)
             run.original[path] = decode(data)
+            status = os.stat(path)  # after reading: a change made since shows in its times
         except (OSError, Unreadable):
             continue
         run.read[path] = data
@@ -194,13 +193,12 @@ def write_fixes(run: FixRun) -> list[str]:
 
     errors: list[str] = []
     written: set[str] = set()
-    for path, text in sorted(run.fixed.items()):
+    for path in sorted(run.fixed):
         try:
             target = target_of(path, run.roots)
             if target in written:
                 continue  # another name of a file just written (a symlink in the tree)
-            encoding, _ = tokenize.detect_encoding(io.BytesIO(run.read[path]).readline)
-            replace_file(target, text.encode(encoding), run.read[path])
+            replace_file(target, fixed_bytes(run, path), run.read[path])
             written.add(target)
         except Skipped as skipped:
             errors.append(f"{path}:1:1: {skipped}")
@@ -210,24 +208,34 @@ def write_fixes(run: FixRun) -> list[str]:
     return errors
 
 
-def _diff_lines(text: str) -> list[str]:
-    """``text`` cut after each ``\\n``, as ``git apply`` reads a file (``str.splitlines``
-    also cuts at form feeds, U+2028 and others, which would make hunks git refuses)."""
-    lines = text.split("\n")
-    return [line + "\n" for line in lines[:-1]] + ([lines[-1]] if lines[-1] else [])
+def fixed_bytes(run: FixRun, path: str) -> bytes:
+    """The fixed text of ``path`` in the file's own encoding (its coding line, its BOM)."""
+    encoding, _ = tokenize.detect_encoding(io.BytesIO(run.read[path]).readline)
+    return run.fixed[path].encode(encoding)
 
 
-def unified_diff(original: Mapping[str, str], fixed: Mapping[str, str]) -> str:
-    """A unified diff of every changed file, paths prefixed ``a/`` and ``b/``, that
-    ``git apply`` and ``patch -p1`` accept."""
+def _diff_lines(data: bytes) -> list[bytes]:
+    """``data`` cut after each ``\\n``, as ``git apply`` reads a file (``splitlines``
+    also cuts at a lone ``\\r``, and text's at form feeds and U+2028, which would make
+    hunks git refuses)."""
+    lines = data.split(b"\n")
+    return [line + b"\n" for line in lines[:-1]] + ([lines[-1]] if lines[-1] else [])
+
+
+def unified_diff(run: FixRun) -> bytes:
+    """A unified diff of every file ``run`` changed, paths prefixed ``a/`` and ``b/``, that
+    ``git apply`` and ``patch -p1`` accept: made of the files' bytes, so that a file in
+    another encoding than the terminal's (a latin-1 coding line) applies too."""
     import difflib
 
-    chunks: list[str] = []
-    for path in sorted(fixed):
-        before = _diff_lines(original[path])
-        after = _diff_lines(fixed[path])
-        for line in difflib.unified_diff(before, after, f"a/{path}", f"b/{path}"):
+    chunks: list[bytes] = []
+    for path in sorted(run.fixed):
+        before = _diff_lines(run.read[path])
+        after = _diff_lines(fixed_bytes(run, path))
+        name = os.fsencode(path)
+        lines = difflib.diff_bytes(difflib.unified_diff, before, after, b"a/" + name, b"b/" + name)
+        for line in lines:
             chunks.append(
-                line if line.endswith("\n") else f"{line}\n\\ No newline at end of file\n"
+                line if line.endswith(b"\n") else line + b"\n\\ No newline at end of file\n"
             )
-    return "".join(chunks)
+    return b"".join(chunks)

@@ -338,7 +338,11 @@ def annotation_type(node: ast.expr | None) -> TypeExpr | None:
         if written in ("Union", "typing.Union") and isinstance(node.slice, ast.Tuple):
             return union(*(annotation_type(part) for part in node.slice.elts))
         if written in _SEQUENCE_ANNOTATIONS:
-            inner = node.slice.elts[0] if isinstance(node.slice, ast.Tuple) else node.slice
+            inner = (
+                node.slice.elts[0]
+                if isinstance(node.slice, ast.Tuple) and node.slice.elts
+                else node.slice
+            )
             return box(annotation_type(inner))
         if written in _MAPPING_ANNOTATIONS and isinstance(node.slice, ast.Tuple):
             return box(annotation_type(node.slice.elts[-1]))

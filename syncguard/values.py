@@ -127,7 +127,10 @@ def tuple_part(value: Value, index: int) -> Value:
     place = value.place
     if place is Place.DEVICE and PYSEQ not in value.tags:
         place = Place.UNKNOWN
-    parts = frozenset(f"{tag}#{index}" for tag in value.tags if tag.startswith(RESULT_PREFIX))
+    # A part of a part (``(a, b), c = f()``) is not placed: only whole results have parts.
+    parts = frozenset(
+        f"{tag}#{index}" for tag in value.tags if tag.startswith(RESULT_PREFIX) and "#" not in tag
+    )
     return Value(place, value.params if place is Place.PARAM else frozenset(), parts)
 
 

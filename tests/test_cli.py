@@ -338,6 +338,25 @@ def test_a_reader_that_stops_reading_ends_the_run_as_if_complete(
     assert (result.returncode, result.stderr) == (code, "")
 
 
+@pytest.mark.parametrize("output_format", ["concise", "full"])
+def test_a_reader_that_stops_after_the_first_line_ends_the_run_with_the_findings_code(
+    tmp_path: Path, output_format: str
+) -> None:
+    """`syncguard check . | head -1` with more findings than a pipe holds: the write
+    fails part-way, the run still exits 1 and says nothing on stderr."""
+    syncs = "".join(f"    n{index} = x.item()\n" for index in range(2000))
+    (tmp_path / "m.py").write_text(f"import torch\n\n@torch.compile\ndef f(x):\n{syncs}")
+    command = syncguard_command("check", ".", "--no-cache", "--output-format", output_format)
+    with subprocess.Popen(
+        command, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    ) as child:
+        assert child.stdout is not None and child.stderr is not None
+        assert child.stdout.readline()
+        child.stdout.close()  # `head -1` exits
+        errors = child.stderr.read()
+    assert (child.returncode, errors) == (1, b"")
+
+
 def test_output_and_errors_to_one_closed_pipe_keep_the_exit_code(tree: Path) -> None:
     (tree / "broken.py").write_text("def f(:\n")  # a located error on stderr: exit 2
     read_end, write_end = os.pipe()
@@ -374,24 +393,45 @@ def test_a_deleted_working_directory_is_a_clear_error(tmp_path: Path) -> None:
     assert "internal error" not in result.stderr and "Traceback" not in result.stderr
 
 
+_STEP = (
+    "import torch\n\n@torch.compile\ndef step(x):\n"
+    "    staged = x.to('cpu')  # copy back\n    return staged\n"
+)
+# Files git reads differently from Python's splitlines, or in another encoding than the
+# terminal's: each must come back from `--diff | git apply` as `--fix` would write it.
+_AWKWARD_FILES = {
+    "form_feeds.py": _STEP.replace("\n\n", "\n\x0c\n").encode(),
+    "separators.py": _STEP.replace("copy back", "copy\u2028back\u2029\x85").encode(),
+    "crlf.py": _STEP.replace("\n", "\r\n").encode(),
+    "cr.py": _STEP.replace("\n", "\r").encode(),
+    "no_final_newline.py": _STEP.rstrip("\n").encode(),
+    "latin1.py": ("# -*- coding: latin-1 -*-\n" + _STEP.replace("back", "\xe9t\xe9")).encode(
+        "latin-1"
+    ),
+}
+
+
 @pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
-def test_diff_output_applies_with_git_for_form_feeds_and_line_separators(tmp_path: Path) -> None:
-    source = (
-        "import torch\n\x0c\n# section\u2028one\n\n@torch.compile\ndef step(x):\n"
-        "    staged = x.to('cpu')  # copy\u2028 back\n    return staged\n\x0c\n"
+def test_diff_output_applies_with_git_to_files_of_any_line_ending_and_encoding(
+    tmp_path: Path,
+) -> None:
+    for name, data in _AWKWARD_FILES.items():
+        (tmp_path / name).write_bytes(data)
+
+    def git(*args: str, stdin: bytes) -> subprocess.CompletedProcess[bytes]:
+        return subprocess.run(["git", *args], cwd=tmp_path, input=stdin, capture_output=True)
+
+    assert git("init", "-q", stdin=b"").returncode == 0
+    diff = subprocess.run(
+        syncguard_command("check", ".", "--diff", "--unsafe-fixes", "--no-cache"),
+        cwd=tmp_path,
+        capture_output=True,
     )
-    (tmp_path / "model.py").write_text(source, encoding="utf-8")
-
-    def git(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
-            ["git", *args], cwd=tmp_path, input=stdin, capture_output=True, text=True
-        )
-
-    assert git("init", "-q").returncode == 0
-    diff = run_cli("check", ".", "--diff", "--unsafe-fixes", "--no-cache", cwd=tmp_path)
-    assert diff.returncode == 1 and "non_blocking=True" in diff.stdout
+    assert diff.returncode == 1, diff.stderr
+    assert diff.stdout.count(b"\n+++ b/") == len(_AWKWARD_FILES)
     checked = git("apply", "--check", "-", stdin=diff.stdout)
-    assert checked.returncode == 0, checked.stderr
+    assert checked.returncode == 0, checked.stderr.decode()
     assert git("apply", "-", stdin=diff.stdout).returncode == 0
-    applied = (tmp_path / "model.py").read_text(encoding="utf-8")
-    assert applied == source.replace("x.to('cpu')", "x.to('cpu', non_blocking=True)")
+    for name, data in _AWKWARD_FILES.items():
+        fixed = data.replace(b"x.to('cpu')", b"x.to('cpu', non_blocking=True)")
+        assert (tmp_path / name).read_bytes() == fixed, name

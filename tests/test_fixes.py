@@ -55,6 +55,13 @@ def test_a_fix_rewrites_the_node_its_span_names_and_nothing_else() -> None:
     assert applied == 3
 
 
+def test_a_fix_keeps_old_mac_line_endings_after_a_trailing_comment() -> None:
+    # LibCST drops a region's final lone "\r": the next line would join the comment.
+    source = "def f(x):\r    y = g(x)  # keep\r    return y\r"
+    new, applied = apply_fixes(source, [fix("set-keyword", 2, 9, 2, 13, "k", "1")])
+    assert (new, applied) == ("def f(x):\r    y = g(x, k=1)  # keep\r    return y\r", 1)
+
+
 def test_a_span_that_names_no_node_of_the_codemod_s_kind_is_left_alone() -> None:
     source = "a = f(x)\n"
     assert apply_fixes(source, [fix("set-keyword", 1, 5, 1, 8, "k", "1")]) == (source, 0)
@@ -87,7 +94,29 @@ def test_a_rewrite_libcst_cannot_parse_again_is_not_made(monkeypatch) -> None:
         def rewrite(self, node: cst.CSTNode, arguments: tuple[str, ...]) -> cst.CSTNode:
             return cst.Name("not a name")
 
-    assert apply_fixes("    x\n", [fix("test-broken", 1, 5, 1, 6)]) == ("    x\n", 0)
+    source = "if y:\n    x\n"  # (an indented line alone is no module: nothing is tried)
+    assert apply_fixes(source, [fix("test-broken", 2, 5, 2, 6)]) == (source, 0)
+
+
+def test_a_codemod_building_a_node_libcst_refuses_makes_no_fix(monkeypatch) -> None:
+    monkeypatch.setitem(CODEMODS, "test-invalid", CODEMODS["replace"])
+
+    class Invalid(Codemod):
+        name = "test-invalid"
+        node_type = cst.Name
+
+        def rewrite(self, node: cst.CSTNode, arguments: tuple[str, ...]) -> cst.CSTNode:
+            return cst.Integer("-1")  # LibCST's integers have no sign: CSTValidationError
+
+    assert apply_fixes("x\n", [fix("test-invalid", 1, 1, 1, 2)]) == ("x\n", 0)
+
+
+def test_one_element_slices_of_negative_indices() -> None:
+    source = "buf[-2] = 0\nbuf[-1] = 0\nbuf[..., 3] = 0\n"
+    fixes = [fix("one-element-slice", 1, 1, 1, 8), fix("one-element-slice", 2, 1, 2, 8)]
+    fixes.append(fix("one-element-slice", 3, 1, 3, 12))
+    new, applied = apply_fixes(source, fixes)
+    assert (new, applied) == ("buf[-2:-1] = 0\nbuf[-1:] = 0\nbuf[..., 3:4] = 0\n", 3)
 
 
 def test_a_new_codemod_is_one_small_class(monkeypatch) -> None:
@@ -262,6 +291,8 @@ def test_fixes_keep_comments_parentheses_and_continuations(tmp_path, capsys) -> 
     [
         ("CRLF with a BOM", lambda t: b"\xef\xbb\xbf" + t.replace("\n", "\r\n").encode(),
          lambda b: b.removeprefix(b"\xef\xbb\xbf").decode().replace("\r\n", "\n")),
+        ("CR line endings", lambda t: t.replace("\n", "\r").encode(),
+         lambda b: b.decode().replace("\r", "\n")),
         ("tabs", lambda t: t.replace("    ", "\t").encode(),
          lambda b: b.decode().replace("\t", "    ")),
         ("form feeds", lambda t: t.replace("\n\n", "\n\x0c\n").encode(),
@@ -307,7 +338,7 @@ def test_fix_paths_applies_safe_fixes_unless_unsafe_allowed(tmp_path, monkeypatc
     everything = fix_paths(["model.py"], unsafe=True)
     assert everything.applied == 2
     assert everything.result.findings == []
-    diff = unified_diff(everything.original, everything.fixed)
+    diff = unified_diff(everything).decode()
     assert diff.startswith("--- a/model.py\n+++ b/model.py\n")
     assert "\n-        self.buf[0] = 0\n" in diff and "\n+        self.buf[0:1] = 0\n" in diff
 

@@ -159,6 +159,37 @@ def test_fixes_are_made_from_the_text_they_will_replace(tree: Path, monkeypatch)
     assert run.fixed["a.py"] == "# a new first line\n" + FIXED
 
 
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs FIFOs")
+def test_a_file_swapped_for_a_fifo_after_the_lint_is_not_read_for_fixing(
+    tree: Path, monkeypatch
+) -> None:
+    """The fixer reads what it rewrites as the lint does (regular files only): a FIFO
+    swapped in after the lint would block an open() for ever."""
+    import threading
+
+    import syncguard.fixes as fixes_module
+
+    real_lint = fixes_module.lint_files
+
+    def lint_then_swap(*args, **kwargs):
+        result = real_lint(*args, **kwargs)
+        if not (tree / "b.py").is_fifo():
+            (tree / "b.py").unlink()
+            os.mkfifo(tree / "b.py")
+        return result
+
+    monkeypatch.setattr(fixes_module, "lint_files", lint_then_swap)
+    runs = []
+    fixing = threading.Thread(target=lambda: runs.append(fix_paths(["."])), daemon=True)
+    fixing.start()
+    fixing.join(timeout=30)
+    if fixing.is_alive():  # blocked opening the FIFO: give it a writer so the thread ends
+        os.close(os.open(tree / "b.py", os.O_WRONLY | os.O_NONBLOCK))
+        fixing.join(timeout=10)
+        pytest.fail("reading b.py for fixing blocked on the FIFO")
+    assert sorted(runs[0].fixed) == ["a.py", "c.py"]
+
+
 def test_symlinks_to_files_outside_the_tree_are_never_written(tmp_path, monkeypatch, capsys):
     outside = tmp_path / "outside"
     outside.mkdir()
