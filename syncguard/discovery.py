@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 
 from syncguard.config import CONFIG_FILE, ConfigError, Settings
 from syncguard.facts import FileError
@@ -90,23 +90,32 @@ def _located(error: ConfigError) -> tuple[str, FileError]:
     return shown, FileError(error.line, error.column, error.message)
 
 
-def module_name(path: str) -> tuple[str, bool]:
+def module_name(
+    path: str, is_package_folder: Callable[[str], bool] | None = None
+) -> tuple[str, bool]:
     """The dotted module name of ``path`` (walking up ``__init__.py`` folders), and
-    whether it is a package ``__init__``."""
+    whether it is a package ``__init__``; ``is_package_folder`` answers whether a folder
+    has an ``__init__.py`` (a memo of the file system's answers, for many files)."""
+    has_init = is_package_folder or has_init_file
     absolute = os.path.abspath(path)
     folder, filename = os.path.split(absolute)
     stem = filename.rsplit(".", 1)[0]
     is_package = stem == "__init__"
     parts = [] if is_package else [stem]
     while True:
-        while os.path.isfile(os.path.join(folder, "__init__.py")):
+        while has_init(folder):
             folder, name = os.path.split(folder)
             parts.append(name)
             if not name:
                 break
         parent = os.path.dirname(folder)
-        if parent == folder or not os.path.isfile(os.path.join(parent, "__init__.py")):
+        if parent == folder or not has_init(parent):
             break
         folder, name = os.path.split(folder)  # no __init__.py, in a package: a namespace
         parts.append(name)  # subpackage of it (``pkg/components/`` is ``pkg.components``)
     return ".".join(reversed(parts)) or stem, is_package
+
+
+def has_init_file(folder: str) -> bool:
+    """True when ``folder`` holds an ``__init__.py``: it is a package."""
+    return os.path.isfile(os.path.join(folder, "__init__.py"))

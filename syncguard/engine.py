@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ast
 import contextlib
+import functools
 import gc
 import hashlib
 import marshal
@@ -38,7 +39,7 @@ from syncguard.cache import (
     stamp_of,
 )
 from syncguard.config import Settings
-from syncguard.discovery import discover, module_name
+from syncguard.discovery import discover, has_init_file, module_name
 from syncguard.facts import FileError, FileFacts
 from syncguard.hygiene import reported
 from syncguard.parsing import parse, with_deep_stack
@@ -490,11 +491,12 @@ def _module_names(files: Sequence[str]) -> list[tuple[str, bool]]:
     """:func:`module_name` of each file, asking the file system once per folder."""
     packages: dict[str, str] = {}  # folder -> its package name ("" when not a package)
     names: list[tuple[str, bool]] = []
+    has_init = functools.cache(has_init_file)
     for path in files:
         folder, filename = os.path.split(path)
         package = packages.get(folder)
         if package is None:
-            module, is_package = module_name(path)
+            module, is_package = module_name(path, has_init)
             package = packages[folder] = module if is_package else module.rpartition(".")[0]
         stem = filename.rsplit(".", 1)[0]
         if stem == "__init__":
