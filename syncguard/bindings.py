@@ -52,8 +52,8 @@ class SourceFile:
 
 def _namespace_prefixes(files: Sequence[SourceFile]) -> dict[str, str]:
     """Top-level package of the tree -> the prefix its imports give it, when the tree
-    imports it mostly below a package that is not in the tree (``megatron.core.x`` for
-    ``core.x``; relative imports name it ``core.x``, a plugin may import ``other.vllm``)."""
+    imports it mostly below a package that is not in the tree (``outer.core.x`` for
+    ``core.x``; relative imports name it ``core.x``, a plugin may import ``other.engine``)."""
     tops = {file.facts.module.partition(".")[0] for file in files}
     seen: dict[str, dict[str, int]] = {}
     own: dict[str, int] = {}  # imports naming a top-level package by its own name
@@ -100,8 +100,8 @@ class TreeCallFilter:
         found = self.known.get(dotted)
         if found is None:
             parts = dotted.split(".")
-            # A namespace package's files (``megatron/core/``, no ``megatron/__init__.py``)
-            # are named ``core.x`` here and imported as ``megatron.core.x``.
+            # A namespace package's files (``outer/core/``, no ``outer/__init__.py``)
+            # are named ``core.x`` here and imported as ``outer.core.x``.
             found = self._in_tree(parts) or self._in_tree(parts[1:])
             self.known[dotted] = found
         return found
@@ -133,8 +133,8 @@ class Bindings:
         self._registered_memo: dict[tuple[str, str], frozenset[tuple]] | None = None
         self.by_path = {file.path: file for file in files}
         # Each file's module as the tree imports it: a package below a folder without an
-        # ``__init__.py`` (a namespace package, ``megatron/core/``) is named ``core`` by its
-        # files but imported as ``megatron.core``; the imports say which prefix it has.
+        # ``__init__.py`` (a namespace package, ``outer/core/``) is named ``core`` by its
+        # files but imported as ``outer.core``; the imports say which prefix it has.
         prefixes = _namespace_prefixes(files)
         self.module_names = {file.path: _prefixed(file.facts.module, prefixes) for file in files}
         self.modules: dict[str, list[SourceFile]] = {}

@@ -1,4 +1,4 @@
-"""Globs over qualified names (``*MetadataBuilder.build``), compiled once per setting."""
+"""Globs over qualified names (``pkg.*Runner.step``), compiled once per setting."""
 
 from __future__ import annotations
 

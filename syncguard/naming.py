@@ -20,7 +20,7 @@ _DEVICE_WORDS = frozenset(
 
 def is_host_name(name: str) -> bool:
     """True for names that say their value lives on the host (``x_cpu``, ``cpu_x``...)
-    or is a configuration object (``config``, ``vllm_config``, ``cfg``)."""
+    or is a configuration object (``config``, ``engine_config``, ``cfg``)."""
     return (
         name.endswith(_HOST_SUFFIXES)
         or name.startswith(_HOST_PREFIXES)
@@ -32,7 +32,7 @@ def is_host_name(name: str) -> bool:
 
 def says_cpu(name: str) -> bool:
     """True for a module or class name that says its code runs on the CPU (``cpu_attn``,
-    ``CPUModelRunner``), not one that moves data to or from a device (``CpuGpuBuffer``,
+    ``CPUWorker``), not one that moves data to or from a device (``CpuGpuBuffer``,
     ``cpu_offload``)."""
     spaced = re.sub(r"([a-z0-9])([A-Z])", r"\1_\2", name)
     words = set(re.sub(r"([A-Z]+)([A-Z][a-z])", r"\1_\2", spaced).lower().split("_"))
@@ -46,7 +46,7 @@ def is_config_name(name: str) -> bool:
 
 
 def names_config(node: ast.expr) -> bool:
-    """``config``, ``self.model_config``, ``vllm_config.parallel_config``: a settings object."""
+    """``config``, ``self.model_config``, ``engine_config.parallel_config``: a settings object."""
     name = node.id if isinstance(node, ast.Name) else getattr(node, "attr", "")
     return is_config_name(name)
 

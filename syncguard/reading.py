@@ -22,8 +22,9 @@ class Unreadable(Exception):
         self.error = error
 
 
-# Larger files are refused: no hand-written module comes near (the largest of vLLM,
-# Megatron, DeepSpeed, transformers and the standard library is under 1 MB), and
+# Larger files are refused: no hand-written module comes near (the largest of the engines
+# and libraries measured in benchmarks/RESULTS.md, and of the standard library, is under
+# 1 MB), and
 # analysing generated data of that size takes minutes and gigabytes.
 MAX_FILE_BYTES = 10 * 1024 * 1024
 # Opening never blocks (a FIFO without a writer) nor makes a terminal ours.

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import ast
 
+from syncguard.conditions import dotted_name
 from syncguard.facts import FunctionFacts
 from syncguard.parsing import parse
 from syncguard.placement import Placement
@@ -332,7 +333,7 @@ def annotation_type(node: ast.expr | None) -> TypeExpr | None:
     if isinstance(node, ast.BinOp) and isinstance(node.op, ast.BitOr):  # X | None
         return union(annotation_type(node.left), annotation_type(node.right))
     if isinstance(node, ast.Subscript):
-        written = _written(node.value)
+        written = dotted_name(node.value)
         if written in _OPTIONAL:
             return annotation_type(node.slice)
         if written in ("Union", "typing.Union") and isinstance(node.slice, ast.Tuple):
@@ -347,21 +348,9 @@ def annotation_type(node: ast.expr | None) -> TypeExpr | None:
         if written in _MAPPING_ANNOTATIONS and isinstance(node.slice, ast.Tuple):
             return box(annotation_type(node.slice.elts[-1]))
         return None
-    written = _written(node)
+    written = dotted_name(node)
     if written is None or written in _PLAIN_ANNOTATIONS or written in BUILTIN_NAMES:
         return None
     if written.partition(".")[0] in EXTERNAL_ROOTS:
         return None
     return ("sub", written)
-
-
-def _written(node: ast.expr) -> str | None:
-    """``a.b.C`` for a name or attribute chain, as written; None for anything else."""
-    parts: list[str] = []
-    while isinstance(node, ast.Attribute):
-        parts.append(node.attr)
-        node = node.value
-    if not isinstance(node, ast.Name):
-        return None
-    parts.append(node.id)
-    return ".".join(reversed(parts))
