@@ -18,6 +18,8 @@ def all_rules() -> dict[str, type[Rule]]:
     """Every rule class, by code, in code order."""
     found: dict[str, type[Rule]] = {}
     for module_info in sorted(pkgutil.iter_modules(__path__), key=lambda m: m.name):
+        if module_info.name.startswith("_"):
+            continue  # helpers shared by rules (_ops, _suppression), not rules
         module = importlib.import_module(f"{__name__}.{module_info.name}")
         for value in vars(module).values():
             if (

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from syncguard.rule import Invalid, Rule, Valid
+from syncguard.rule import Invalid, Valid
+from syncguard.rules._suppression import SuppressionRule
 
 
-class UnusedSuppression(Rule):
+class UnusedSuppression(SuppressionRule):
     """Flags a syncguard code in a ``# noqa:`` or ``# syncguard: ignore[...]`` comment, or
     a bare ``# syncguard: ignore``, that silences no finding of the run (ruff's RUF100 for
     syncguard's codes). A bare ``# noqa`` and other tools' codes (``# noqa: E501``) are
@@ -24,10 +25,6 @@ class UnusedSuppression(Rule):
     code = "SG001"
     name = "unused-suppression"
     message = "a suppression comment silences nothing"
-    tokens = ("noqa", "syncguard")
-    cost = "none of its own: it is about the comments that decide which syncs are reported"
-    graph_break = False
-    blocks_host = False
 
     VALID = [
         Valid(

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from syncguard.rule import Invalid, Rule, Valid
+from syncguard.rule import Invalid, Valid
+from syncguard.rules._suppression import SuppressionRule
 
 
-class UnknownSuppressionCode(Rule):
+class UnknownSuppressionCode(SuppressionRule):
     """Flags a code in ``# noqa: SG...`` or ``# syncguard: ignore[...]`` that names no
     syncguard rule: a typo such as ``SG1O1`` (letter O), a removed or future code
     (``SG999``), or another tool's code inside syncguard's own ``ignore[...]`` (ruff's
@@ -21,10 +22,6 @@ class UnknownSuppressionCode(Rule):
     code = "SG002"
     name = "unknown-suppression-code"
     message = "a suppression comment names a code syncguard does not have"
-    tokens = ("noqa", "syncguard")
-    cost = "none of its own: it is about the comments that decide which syncs are reported"
-    graph_break = False
-    blocks_host = False
 
     VALID = [
         Valid(

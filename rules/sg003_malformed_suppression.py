@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from syncguard.rule import Invalid, Rule, Valid
+from syncguard.rule import Invalid, Valid
+from syncguard.rules._suppression import SuppressionRule
 
 
-class MalformedSuppression(Rule):
+class MalformedSuppression(SuppressionRule):
     """Flags ``# noqa SG101`` (codes without the colon) and ``# noqa:`` with no code
     after it, and ``# syncguard: ignore[]`` with an empty list.
 
@@ -21,10 +22,6 @@ class MalformedSuppression(Rule):
     code = "SG003"
     name = "malformed-suppression"
     message = "a malformed suppression comment silences nothing"
-    tokens = ("noqa", "syncguard")
-    cost = "none of its own: it is about the comments that decide which syncs are reported"
-    graph_break = False
-    blocks_host = False
 
     VALID = [
         Valid(

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from syncguard.rule import Invalid, Rule, Valid
+from syncguard.rule import Invalid, Valid
+from syncguard.rules._suppression import SuppressionRule
 
 
-class SuppressionWithoutReason(Rule):
+class SuppressionWithoutReason(SuppressionRule):
     """Flags a suppression of syncguard codes with no ``-- reason`` after it, when
     reasons are required: ``require-reason = true`` in ``[tool.syncguard]``,
     ``--require-reason``, or ``--select SG004`` by its full code (a prefix such as the
@@ -22,10 +23,6 @@ class SuppressionWithoutReason(Rule):
     code = "SG004"
     name = "suppression-without-reason"
     message = "a suppression comment gives no reason"
-    tokens = ("noqa", "syncguard")
-    cost = "none of its own: it is about the comments that decide which syncs are reported"
-    graph_break = False
-    blocks_host = False
 
     VALID = [
         Valid(
