@@ -235,30 +235,9 @@ class Walker(Receivers, OnceChecks, ABC):
             )
         elif isinstance(node, (ast.For, ast.AsyncFor)):
             self._expression(node.iter)
-            before = dict(scope.env)
-            maybe_none = set(scope.maybe_none)
-            self.bind_loop(node.target, node.iter)
-            self.bind_element_types(node.target, node.iter)
-            scope.loop_depth += 1
-            self._open_loop(node, set())
-            self._body(node.body)
-            self._close_loop()
-            scope.loop_depth -= 1
-            self._body(node.orelse)
-            self._merge_env(before)
-            scope.maybe_none |= maybe_none
+            self._loop(node, lambda: None)
         elif isinstance(node, ast.While):
-            before = dict(scope.env)
-            maybe_none = set(scope.maybe_none)
-            scope.loop_depth += 1
-            self._open_loop(node, set())
-            self._expression(node.test)
-            self._body(node.body)
-            self._close_loop()
-            scope.loop_depth -= 1
-            self._body(node.orelse)
-            self._merge_env(before)
-            scope.maybe_none |= maybe_none
+            self._loop(node, lambda: self._expression(node.test))
         elif isinstance(node, (ast.With, ast.AsyncWith)):
             default_device = scope.default_device
             for item in node.items:
@@ -316,6 +295,25 @@ class Walker(Receivers, OnceChecks, ABC):
             and self.qualified_name(node.value.func) == "torch.set_default_device"
         ):
             scope.default_device = True
+
+    def _loop(self, node: ast.For | ast.AsyncFor | ast.While, head: Callable[[], None]) -> None:
+        """A loop's body, once, in the loop (``head``: the test a while loop evaluates on
+        each turn), then its else; what the body binds may or may not have happened."""
+        scope = self.scope
+        before = dict(scope.env)
+        maybe_none = set(scope.maybe_none)
+        if not isinstance(node, ast.While):
+            self.bind_loop(node.target, node.iter)
+            self.bind_element_types(node.target, node.iter)
+        scope.loop_depth += 1
+        self._open_loop(node, set())
+        head()
+        self._body(node.body)
+        self._close_loop()
+        scope.loop_depth -= 1
+        self._body(node.orelse)
+        self._merge_env(before)
+        scope.maybe_none |= maybe_none
 
     def _open_loop(self, node: ast.For | ast.AsyncFor | ast.While, flags: set[str]) -> None:
         self.scope.open_loops.append([node.lineno, node.end_lineno or node.lineno, flags])
