@@ -125,3 +125,80 @@ def test_a_symmetric_memory_buffer_is_on_the_device_so_copies_into_it_do_not_syn
     # The buffer made by symmetric memory's factory on the device: device-to-device
     # copies; the pageable host staging tensor copied to the device: a blocking copy.
     assert reported({"comm.py": SYMMETRIC_MEMORY}) == [("comm.py", 27, "SG302")]
+
+
+EXPERTS = {
+    "moe/base.py": """
+        class Experts:
+            def __init__(self, n):
+                self.n = n
+
+            def apply(self, x, ids):
+                raise NotImplementedError
+        """,
+    "moe/layer.py": """
+        from torch import nn
+        from moe.base import Experts
+
+        class MoE(nn.Module):
+            def __init__(self, experts: Experts):
+                super().__init__()
+                self.experts = experts
+
+            def forward(self, x, ids):
+                return self.experts.apply(x, ids)
+        """,
+}
+REFERENCE_EXPERTS = """
+    from moe.base import Experts
+
+    class ReferenceExperts(Experts):
+        \"\"\"A reference implementation, not yet used by an oracle.\"\"\"
+
+        def __init__(self, n):
+            super().__init__(n)
+
+        def apply(self, x, ids):
+            return x[: ids.max().item()]
+
+    class FastExperts(Experts):
+        def __init__(self, n):
+            super().__init__(n)
+
+        def apply(self, x, ids):
+            return x[: int(ids.sum().item())]
+    """
+
+
+def test_a_class_the_tree_never_builds_is_no_callee_of_a_base_typed_receiver() -> None:
+    files = {
+        **EXPERTS,
+        "moe/impls.py": REFERENCE_EXPERTS,
+        "moe/oracle.py": """
+            from moe.impls import FastExperts
+            from moe.layer import MoE
+
+            def build():
+                return MoE(FastExperts(4))
+            """,
+    }
+    findings = lint_tree(files).findings
+    assert [(f.path, f.span.line, f.code) for f in findings] == [("moe/layer.py", 10, "SG101")]
+    assert "2 sites" not in findings[0].message  # only FastExperts.apply's
+
+
+def test_a_class_built_in_the_tree_is_still_a_callee_of_a_base_typed_receiver() -> None:
+    files = {
+        **EXPERTS,
+        "moe/impls.py": REFERENCE_EXPERTS,
+        "moe/oracle.py": """
+            from moe.impls import FastExperts, ReferenceExperts
+            from moe.layer import MoE
+
+            def build(reference):
+                return MoE(ReferenceExperts(4) if reference else FastExperts(4))
+            """,
+    }
+    # ReferenceExperts.apply runs too: its sync is reported, where the hot call gives it
+    # device data.
+    assert reported(files) == [("moe/impls.py", 17, "SG101"), ("moe/layer.py", 10, "SG101")]
