@@ -202,3 +202,45 @@ def test_a_class_built_in_the_tree_is_still_a_callee_of_a_base_typed_receiver() 
     # ReferenceExperts.apply runs too: its sync is reported, where the hot call gives it
     # device data.
     assert reported(files) == [("moe/impls.py", 17, "SG101"), ("moe/layer.py", 10, "SG101")]
+
+
+def processor_tree(builder_base: str) -> dict[str, str]:
+    return {
+        "engine/frames.py": """
+            import torch
+
+            class FrameSampler:
+                def __init__(self, fps):
+                    self.fps = fps
+
+                def process(self, frames):
+                    return torch.nonzero(frames > 0)
+            """,
+        "engine/processing.py": f"""
+            from transformers import ProcessorMixin
+            from torch import nn
+            from engine.frames import FrameSampler
+
+            class OmniProcessor({builder_base}):
+                def __init__(self):
+                    super().__init__()
+                    self.sampler = FrameSampler(2)
+            """,
+        "engine/stream.py": """
+            from torch import nn
+
+            class Decoder(nn.Module):
+                def forward(self, tokens, parser):
+                    return parser.process(tokens)
+            """,
+    }
+
+
+def test_a_helper_only_an_input_processor_builds_runs_on_the_host() -> None:
+    # ``parser.process`` resolves by its name to FrameSampler.process, which only the
+    # processor (a transformers ProcessorMixin: host-classes of its preset) builds.
+    assert reported(processor_tree("ProcessorMixin")) == []
+
+
+def test_a_helper_a_module_builds_is_still_reached_by_its_name() -> None:
+    assert reported(processor_tree("nn.Module")) == [("engine/stream.py", 5, "SG201")]
