@@ -11,15 +11,13 @@ against what every construction of the class gives ``__init__``.
 from __future__ import annotations
 
 import operator
-import re
 from collections.abc import Callable, Collection
 
-from syncguard.bindings import ClassId, FunctionId
+from syncguard.bindings import FunctionId
 from syncguard.callgraph import CallGraph
 from syncguard.facts import CallSite, Requirement
 from syncguard.values import CPU, FALSY, FORWARDED, NONE, NOT_NONE, PYSEQ, TRUTHY
 
-_WORDS = re.compile(r"[A-Za-z_]\w*")
 # Argument states (see Branches.argument_state) that contradict a requirement.
 _CONTRADICTS = {
     "none": frozenset({"false", "true", "given", "cpu", "sequence"}),
@@ -63,9 +61,6 @@ class Branches:
         self._forwarded_memo: dict[
             tuple[int, FunctionId, tuple[Requirement, ...]], tuple[Requirement, ...]
         ] = {}
-        self._unbuilt_memo: dict[FunctionId, bool] = {}
-        self._named: set[str] | None = None  # class names other files import, or registries hold
-        self._rooted: set[ClassId] | None = None  # classes with a method among the roots
 
     def argument_state(self, call: CallSite, target: FunctionId, name: str) -> str | None:
         """What ``call`` passes for parameter ``name`` of ``target``: ``"none"``,
@@ -145,8 +140,6 @@ class Branches:
         A depth-first search over the callers with an explicit stack (call chains may be
         thousands of functions deep); a function being decided counts as taken (a cycle
         proves nothing)."""
-        if self.unbuilt(fid):
-            return True
         found = self._settled(fid, requires)
         if found is not None:
             return found
@@ -179,78 +172,6 @@ class Branches:
             stack.pop()
         assert answer is not None
         return answer
-
-    def unbuilt(self, fid: FunctionId) -> bool:
-        """True for a method of objects the tree never makes, where it makes the others
-        of their kind: a class below a base of the tree that some code of the tree builds
-        other classes of (``Cls(...)``), while neither it nor a class below it is built,
-        imported by another file, returned or held by name, or has a hot root (a
-        ``forward`` that code outside the tree may call on an object it builds). Such a
-        class is built only by tests or nowhere ("not yet used"): a call on a receiver
-        typed with the base never runs its methods. (A hierarchy whose classes the tree
-        builds by name, from a registry of strings, has none built: nothing is judged.)"""
-        function = self.graph.functions[fid]
-        if function.kind != "method" or function.class_name is None:
-            return False
-        found = self._unbuilt_memo.get(fid)
-        if found is None:
-            found = self._unbuilt_memo[fid] = self._compute_unbuilt((fid[0], function.class_name))
-        return found
-
-    def _compute_unbuilt(self, cid: ClassId) -> bool:
-        bindings = self.graph.bindings
-        if cid[1] not in bindings.by_path[cid[0]].facts.classes:
-            return False
-        family = [cid, *bindings.subclasses(cid)]
-        if any(self._named_or_built(each) for each in family):
-            return False
-        above = bindings.mro(cid)[0][1:]
-        if not above:
-            return False  # no base of the tree: not reached through one
-        members = set(family)
-        return any(
-            self._constructed(other)
-            for base in above
-            for other in (base, *bindings.subclasses(base))
-            if other not in members
-        )
-
-    def _constructed(self, cid: ClassId) -> bool:
-        return bool(self.graph.constructions.get((cid[0], f"{cid[1]}.__init__")))
-
-    def _named_or_built(self, cid: ClassId) -> bool:
-        init = (cid[0], f"{cid[1]}.__init__")
-        return (
-            init not in self.graph.functions
-            or not self._root_classes().isdisjoint(self.graph.bindings.mro(cid)[0])
-            or self._constructed(cid)
-            or cid[1].rpartition(".")[2] in self._named_elsewhere()
-        )
-
-    def _root_classes(self) -> set[ClassId]:
-        if self._rooted is None:
-            functions = self.graph.functions
-            self._rooted = {
-                (fid[0], class_name)
-                for fid in self.roots
-                if (class_name := functions[fid].class_name) is not None
-            }
-        return self._rooted
-
-    def _named_elsewhere(self) -> set[str]:
-        """The last parts of every name a file imports, and the names in what functions
-        return, attributes and module-level registries hold (their type expressions)."""
-        if self._named is None:
-            named: set[str] = set()
-            for file in self.graph.bindings.files:
-                facts = file.facts
-                named.update(target.rpartition(".")[2] for target in facts.imports.values())
-                held: list[object] = [facts.globals]
-                held += [c.attribute_values for c in facts.classes.values()]
-                held += [f.returns for f in facts.functions.values() if f.returns]
-                named.update(_WORDS.findall(repr(held)))
-            self._named = named
-        return self._named
 
     def _settled(self, fid: FunctionId, requires: tuple[Requirement, ...]) -> bool | None:
         """What :meth:`never_taken` knows of ``fid`` under ``requires`` without looking at

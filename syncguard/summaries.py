@@ -130,8 +130,6 @@ def parameter_summaries(
         for site in graph.functions[fid].sites:
             if site.value.place is not Place.PARAM or bindings.on_host(fid[0], site.value):
                 continue
-            if branches.unbuilt(fid):
-                continue  # a method of objects the tree never makes
             if declared_host.keyed(fid, site.value):
                 continue
             key = numbers.setdefault((fid, site.code, site.span), len(numbers))
@@ -148,7 +146,7 @@ def parameter_summaries(
         target = heapq.heappop(pending)[1]
         queued.discard(target)
         changes = dirty.pop(target, {})
-        if target in roots or is_cold(target) or branches.unbuilt(target):
+        if target in roots or is_cold(target):
             continue
         known_here = summary[target]
         for caller, call in graph.callers.get(target, ()):
