@@ -341,3 +341,52 @@ def test_without_the_preset_those_functions_are_not_hot() -> None:
     for _, path, source, _ in _PRESET_ROOTS:
         result = lint_tree(_in_packages(path, source), settings=Settings(presets=()))
         assert result.findings == [], path
+
+
+_ADAPTER = """
+    from torch import nn
+
+    class FusionAdapter(nn.Module):
+        def forward(self, visual, text, input_ids):
+            positions = (input_ids == 7).nonzero()
+            return text, visual, positions
+    """
+
+
+def test_what_tests_pass_a_module_does_not_say_what_its_steps_pass() -> None:
+    files = {
+        "fw/__init__.py": "",
+        "fw/fusion.py": _ADAPTER,
+        "fw/test_fusion.py": """
+            import torch
+            from fw.fusion import FusionAdapter
+
+            def test_splice():
+                adapter = FusionAdapter()
+                adapter(torch.zeros(2), torch.zeros(2), torch.tensor([1, 7]))
+            """,
+    }
+    # The test's CPU tensors are no evidence: the model's callers are outside the tree.
+    assert reported(files) == [("fw/fusion.py", 5, "SG201")]
+
+
+def test_what_every_production_caller_passes_still_says_where_data_lives() -> None:
+    files = {
+        "fw/__init__.py": "",
+        "fw/fusion.py": _ADAPTER,
+        "fw/model.py": """
+            import torch
+            from torch import nn
+            from fw.fusion import FusionAdapter
+
+            class Model(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.fusion = FusionAdapter()
+
+                def forward(self, visual, text, ids_list):
+                    ids_cpu = torch.tensor(ids_list)
+                    return self.fusion(visual, text, ids_cpu)
+            """,
+    }
+    assert reported(files) == []
