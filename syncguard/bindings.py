@@ -511,24 +511,19 @@ class Bindings:
     def _member_values(
         self, path: str, context: str | None, owner: tuple, name: str
     ) -> frozenset[tuple]:
-        """What attribute ``name`` of a value of ``owner`` holds: a method of its class (a
-        static method of a class the value is, or a bound one of an instance) or what the
-        class gives the attribute."""
+        """The methods attribute ``name`` of a value of ``owner`` names: a static method of
+        a class the value is, or a bound one of an instance. (What an instance's attributes
+        hold is left out: ``head.quant_method`` of a layer may be any of the quantisation
+        methods its class is ever given, far more than the one this layer holds.)"""
         found: set[tuple] = set()
         for token in self.values(path, context, owner):
-            if token[0] not in ("class", "instance"):
+            if token[0] == "class" or (token[0] == "instance" and token[2]):
+                methods = [self.method(token[1], name)]
+            elif token[0] == "instance":
+                methods = list(self.dispatch(token[1], name, exact=False))
+            else:
                 continue
-            cid = token[1]
-            methods = (
-                [self.method(cid, name)]
-                if token[0] == "class" or token[2]
-                else self.dispatch(cid, name, exact=False)
-            )
             found.update(("function", fid) for fid in methods if fid is not None)
-            for member in self.mro(cid)[0]:
-                held = self.class_facts(member).attribute_values.get(name)
-                if held is not None:
-                    found |= self.values(member[0], member[1], held)
         return frozenset(found)
 
     def _registered(self) -> dict[tuple[str, str], frozenset[tuple]]:
