@@ -8,6 +8,7 @@ from __future__ import annotations
 import pytest
 
 from syncguard import presets
+from syncguard.config import Settings
 from syncguard.testing import lint_tree
 
 
@@ -177,141 +178,47 @@ def test_a_name_the_package_defines_itself_does_not_stand_for_its_modules_classe
     assert reported(files) == []
 
 
-# Preset entries whose callers are outside the framework: (preset, file, source, line of
-# the sync). Each source is written here in the framework's layout.
+# Preset entries whose callers are outside the framework: (preset, file, class or None,
+# the function's signature), each written in the framework's layout with one sync.
 _PRESET_ROOTS = [
-    (
-        "megatron",
-        "megatron/core/pipeline_parallel/schedules.py",
-        """
-        import torch
+    ("megatron", "megatron/core/pipeline_parallel/schedules.py", None,
+     "forward_backward_no_pipelining(forward_step_func, data_iterator, model)"),
+    ("megatron", "megatron/core/optimizer/qk_clip.py", None, "clip_qk(model, log_max_only=False)"),
+    ("megatron", "megatron/core/timers.py", "Timers", "log(self, names, normalizer=1.0)"),
+    ("megatron", "megatron/core/timers.py", "Timers", "write(self, names, writer, iteration)"),
+    ("megatron", "megatron/core/utils.py", None,
+     "get_thd_batch_on_this_cp_rank(batch, cu_seqlens, cu_seqlens_padded, max_seqlen)"),
+    ("megatron", "megatron/core/utils.py", None, "get_batch_on_this_cp_rank(batch)"),
+    ("megatron", "megatron/core/optimizer/optimizer.py", "MegatronOptimizer",
+     "offload_to_cpu(self)"),
+    ("megatron", "megatron/core/rerun_state_machine.py", "RerunStateMachine",
+     "validate_result(self, result, rejection_func, message)"),
+    ("megatron", "megatron/core/rerun_state_machine.py", "RerunStateMachine",
+     "is_unexpectedly_large(self, result, threshold, context)"),
+    ("deepspeed", "deepspeed/ops/lamb/fused_lamb.py", "FusedLamb", "get_lamb_coeffs(self)"),
+    ("deepspeed", "deepspeed/compile/util.py", None, "pad_tensors(specs)"),
+    ("deepspeed", "deepspeed/sequence/vocab_parallel_ops.py", None,
+     "vocab_parallel_logprobs(vocab_parallel_logits, target)"),
+    ("deepspeed", "deepspeed/sequence/linear_cross_entropy.py", None,
+     "vocab_parallel_linear_cross_entropy(hidden, weight, target)"),
+    ("deepspeed", "deepspeed/runtime/rollout/base.py", "RolloutEngine",
+     "generate(self, request, sampling)"),
+]  # fmt: skip
 
-        def forward_backward_no_pipelining(forward_step_func, data_iterator, model):
-            num_tokens = torch.zeros(1, device="cuda")
-            return num_tokens.item()
-        """,
-        5,
-    ),
-    (
-        "megatron",
-        "megatron/core/optimizer/qk_clip.py",
-        """
-        import torch
 
-        def clip_qk(model, log_max_only=False):
-            logits = torch.zeros(4, device="cuda")
-            return logits.max().item()
-        """,
-        5,
-    ),
-    (
-        "megatron",
-        "megatron/core/timers.py",
-        """
-        import torch
-
-        class Timers:
-            def log(self, names, normalizer=1.0):
-                times = torch.zeros(len(names), device="cuda")
-                print(times.tolist())
-
-            def write(self, names, writer, iteration):
-                times = torch.zeros(len(names), device="cuda")
-                writer.add(times.tolist())
-        """,
-        6,
-    ),
-    (
-        "megatron",
-        "megatron/core/utils.py",
-        """
-        import torch
-
-        def get_thd_batch_on_this_cp_rank(batch, cu_seqlens, cu_seqlens_padded, max_seqlen):
-            lengths = torch.ones(2, device="cuda")
-            return int(lengths[0].item())
-        """,
-        5,
-    ),
-    (
-        "megatron",
-        "megatron/core/optimizer/optimizer.py",
-        """
-        import torch
-
-        class MegatronOptimizer:
-            def offload_to_cpu(self):
-                state = torch.zeros(8, device="cuda")
-                self.saved = state.cpu()
-
-        class ChainedOptimizer(MegatronOptimizer):
-            pass
-        """,
-        6,
-    ),
-    (
-        "deepspeed",
-        "deepspeed/ops/lamb/fused_lamb.py",
-        """
-        import torch
-
-        class FusedLamb(torch.optim.Optimizer):
-            def get_lamb_coeffs(self):
-                coeffs = torch.ones(3, device="cuda")
-                return coeffs.tolist()
-        """,
-        6,
-    ),
-    (
-        "deepspeed",
-        "deepspeed/compile/util.py",
-        """
-        import torch
-
-        def pad_tensors(specs):
-            sizes = torch.tensor([1, 2], device="cuda")
-            return sizes.tolist()
-        """,
-        5,
-    ),
-    (
-        "deepspeed",
-        "deepspeed/sequence/vocab_parallel_ops.py",
-        """
-        import torch
-
-        def vocab_parallel_logprobs(vocab_parallel_logits, target):
-            bad = torch.zeros(1, device="cuda")
-            return bad.item()
-        """,
-        5,
-    ),
-    (
-        "deepspeed",
-        "deepspeed/sequence/linear_cross_entropy.py",
-        """
-        import torch
-
-        def vocab_parallel_linear_cross_entropy(hidden, weight, target):
-            bad = torch.zeros(1, device="cuda")
-            return bad.item()
-        """,
-        5,
-    ),
-    (
-        "deepspeed",
-        "deepspeed/runtime/rollout/base.py",
-        """
-        import torch
-
-        class RolloutEngine:
-            def generate(self, request, sampling):
-                mask = torch.ones(4, device="cuda")
-                return mask.sum().item()
-        """,
-        6,
-    ),
-]
+def _root_source(owner: str | None, signature: str) -> tuple[str, int]:
+    """A module defining ``signature`` (in class ``owner``) whose body syncs on a device
+    tensor, and the line of that sync."""
+    indent = "    " if owner else ""
+    lines = ["import torch", ""]
+    if owner:
+        lines.append(f"class {owner}:")
+    lines += [
+        f"{indent}def {signature}:",
+        f'{indent}    values = torch.ones(4, device="cuda")',
+        f"{indent}    return values.tolist()",
+    ]
+    return "\n".join(lines) + "\n", len(lines)
 
 
 def _in_packages(path: str, source: str) -> dict[str, str]:
@@ -323,24 +230,20 @@ def _in_packages(path: str, source: str) -> dict[str, str]:
     return files
 
 
-@pytest.mark.parametrize(("preset", "path", "source", "line"), _PRESET_ROOTS)
+@pytest.mark.parametrize(("preset", "path", "owner", "signature"), _PRESET_ROOTS)
 def test_a_preset_entry_makes_its_function_hot(
-    preset: str, path: str, source: str, line: int
+    preset: str, path: str, owner: str | None, signature: str
 ) -> None:
     assert preset in presets.available()  # the preset file parses
+    source, line = _root_source(owner, signature)
     result = lint_tree(_in_packages(path, source))
     assert result.problems == []
-    hot = [(f.path, f.span.line, f.hot) for f in result.findings if f.path == path]
-    assert line in [each[1] for each in hot]
-    assert all(reason is not None and f"preset {preset}" in reason for *_, reason in hot)
-
-
-def test_without_the_preset_those_functions_are_not_hot() -> None:
-    from syncguard.config import Settings
-
-    for _, path, source, _ in _PRESET_ROOTS:
-        result = lint_tree(_in_packages(path, source), settings=Settings(presets=()))
-        assert result.findings == [], path
+    hot = [(f.span.line, f.hot) for f in result.findings if f.path == path]
+    assert [each[0] for each in hot] == [line]
+    assert f"preset {preset}" in (hot[0][1] or "")
+    # Without the presets, nothing in the tree calls it: it is not hot.
+    without = lint_tree(_in_packages(path, source), settings=Settings(presets=()))
+    assert without.findings == []
 
 
 _ADAPTER = """
