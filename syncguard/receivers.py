@@ -14,7 +14,7 @@ project phase (:mod:`syncguard.bindings`) resolves across files:
 * ``("box", T)``: a container of ``T`` (``[A(), B()]``, ``nn.ModuleList(...)``, a dict);
 * ``("func", callee)``: the function itself (``self.fwd = kernels.flash_fwd``);
 * ``("member", T, name)``: attribute ``name`` of a value of ``T`` (``ops.lamb`` of
-  ``ops = Builder().load()``): a method of its class, or what the class gives it;
+  ``ops = Builder().load()``): the method of that name of its class;
 * ``("union", T, ...)``: any of them.
 
 A class ``name`` is as written in the file or qualified through its imports (the project
