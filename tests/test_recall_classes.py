@@ -192,8 +192,6 @@ _PRESET_ROOTS = [
     ("megatron", "megatron/core/optimizer/optimizer.py", "MegatronOptimizer",
      "offload_to_cpu(self)"),
     ("megatron", "megatron/core/rerun_state_machine.py", "RerunStateMachine",
-     "validate_result(self, result, rejection_func, message)"),
-    ("megatron", "megatron/core/rerun_state_machine.py", "RerunStateMachine",
      "is_unexpectedly_large(self, result, threshold, context)"),
     ("deepspeed", "deepspeed/ops/lamb/fused_lamb.py", "FusedLamb", "get_lamb_coeffs(self)"),
     ("deepspeed", "deepspeed/compile/util.py", None, "pad_tensors(specs)"),
