@@ -14,6 +14,13 @@ import ast
 import re
 from collections.abc import Callable, Sequence
 
+from syncguard.bodies import (
+    builds,
+    filled_attributes,
+    method_names,
+    part_sources,
+    used_as_tensors,
+)
 from syncguard.conditions import (
     literal_state,
     literal_tag,
@@ -39,6 +46,10 @@ from syncguard.facts import (
 )
 from syncguard.naming import (
     as_named,
+    cpu_version,
+    last_name,
+    names_model,
+    names_stepper,
     says_cpu,
 )
 from syncguard.receivers import annotation_type, union
@@ -68,178 +79,7 @@ _MARKER = re.compile(r"#\s*syncguard:\s*(hot|cold)\b")
 _MODULE_WORDS = frozenset({"layer", "module", "model"})
 _MODULE_ANNOTATION = re.compile(r"Module|Layer")
 
-# Words in the name of what is stepped (``optimizer.step()``, ``self.scaler.step(opt)``)
-# and of what is called as a model (``model(batch)``, ``self.policy(obs)``).
-_STEPPER_WORDS = frozenset({"optimizer", "optimizers", "optim", "opt", "scaler"})
-_MODEL_WORDS = frozenset(
-    {"model", "models", "module", "net", "network", "policy", "transformer", "encoder", "decoder"}
-)
-# First words of method names that act on a model rather than name one.
-_VERBS = frozenset(
-    {
-        "register",
-        "load",
-        "get",
-        "set",
-        "build",
-        "make",
-        "create",
-        "init",
-        "prepare",
-        "wrap",
-        "replace",
-        "add",
-        "remove",
-        "save",
-        "apply",
-        "update",
-        "to",
-        "from",
-        "is",
-        "has",
-        "run",
-    }
-)
 _VISIT_METHODS: dict[type, tuple[tuple[type, str], ...]] = {}
-
-
-def _method_names(statements: list[ast.stmt]) -> set[str]:
-    """Names of the methods of the classes among ``statements`` (nested classes too)."""
-    found: set[str] = set()
-    classes = [s for s in statements if isinstance(s, ast.ClassDef)]
-    while classes:
-        for member in classes.pop().body:
-            if isinstance(member, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                found.add(member.name)
-            elif isinstance(member, ast.ClassDef):
-                classes.append(member)
-    return found
-
-
-# First words of a function name that say it moves data to the CPU (``to_cpu``, ``copy_cpu``).
-_MOVING_VERBS = frozenset(
-    {"to", "move", "copy", "as", "offload", "transfer", "send", "fetch", "get", "load", "save",
-     "sync", "pin", "stage", "gather", "d2h"}
-)  # fmt: skip
-
-
-def _cpu_version(name: str) -> bool:
-    """``fill_indices_cpu``, ``_attention_ref_cpu``: the CPU version of a function, which
-    runs on host data (not ``to_cpu``, which moves data there)."""
-    words = name.lower().strip("_").split("_")
-    return len(words) > 1 and words[-1] == "cpu" and words[0] not in _MOVING_VERBS
-
-
-def _part_sources(
-    returns: list[tuple[frozenset[str] | None, ...] | None],
-) -> tuple[tuple[str, ...] | None, ...]:
-    """Per part of the tuples a function returns (all of one length): the functions whose
-    results that part holds, or None when it may hold device data."""
-    if not returns or any(parts is None for parts in returns):
-        return ()
-    lengths = {len(parts) for parts in returns if parts is not None}
-    if len(lengths) != 1:
-        return ()
-    found: list[tuple[str, ...] | None] = []
-    for index in range(lengths.pop()):
-        each = [parts[index] for parts in returns if parts is not None]
-        host = all(part is not None for part in each)
-        found.append(tuple(sorted(frozenset().union(*each))) if host else None)  # type: ignore[arg-type]
-    return tuple(found)
-
-
-# Methods that only tensors have (of the common ones): a parameter they are called on in
-# its function is a tensor there, whatever the annotation does not say.
-_TENSOR_USES = frozenset(
-    {"cpu", "cuda", "numel", "masked_fill", "masked_fill_", "index_select", "unsqueeze",
-     "new_zeros", "new_ones", "new_empty", "new_full", "new_tensor", "element_size",
-     "is_cuda", "detach", "nonzero", "argmax", "cumsum", "sum"}
-)  # fmt: skip
-
-
-def _used_as_tensors(
-    node: ast.FunctionDef | ast.AsyncFunctionDef, env: dict[str, Value]
-) -> set[str]:
-    """Parameters of ``node`` (not known host data) that its body calls a tensor-only
-    method on (``x.sum()``, ``x.cpu()``)."""
-    found: set[str] = set()
-    pending: list[ast.AST] = list(node.body)
-    while pending:
-        current = pending.pop()
-        if isinstance(current, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
-            continue  # a nested scope's own names
-        if (
-            isinstance(current, ast.Call)
-            and isinstance(current.func, ast.Attribute)
-            and current.func.attr in _TENSOR_USES
-            and isinstance(current.func.value, ast.Name)
-        ):
-            name = current.func.value.id
-            value = env.get(name)
-            if value is not None and value.place is Place.PARAM and PYSEQ not in value.tags:
-                found.add(name)
-        pending.extend(ast.iter_child_nodes(current))
-    return found
-
-
-def _filled_attributes(node: ast.ClassDef) -> set[str]:
-    """Attributes of ``self`` that the methods of a class store items into outside
-    ``__init__`` (``self.norms[i] = n``, ``self.cache.append(t)``)."""
-    found: set[str] = set()
-    for method in node.body:
-        if not isinstance(method, (ast.FunctionDef, ast.AsyncFunctionDef)) or not method.args.args:
-            continue
-        if method.name == "__init__":
-            continue
-        owner = method.args.args[0].arg
-        for child in ast.walk(method):
-            if isinstance(child, ast.Subscript) and isinstance(child.ctx, ast.Store):
-                stored = child.value
-            elif (
-                isinstance(child, ast.Call)
-                and isinstance(child.func, ast.Attribute)
-                and child.func.attr in ("append", "extend", "insert", "update", "setdefault")
-            ):
-                stored = child.func.value
-            else:
-                continue
-            if (
-                isinstance(stored, ast.Attribute)
-                and isinstance(stored.value, ast.Name)
-                and stored.value.id == owner
-            ):
-                found.add(stored.attr)
-    return found
-
-
-def _builds(callee: tuple) -> bool:
-    """True for a call that builds an object of a class (``Cls(...)``): in code that runs
-    once, it still tells what is built where."""
-    last = callee[-1]
-    return isinstance(last, str) and last.rpartition(".")[2][:1].isupper()
-
-
-def _last_name(node: ast.expr) -> str:
-    """``model`` for ``self.model`` or ``model``, ``model_parts`` for
-    ``self.model_parts[0]``; "" for anything else."""
-    while isinstance(node, ast.Subscript):
-        node = node.value
-    if isinstance(node, ast.Name):
-        return node.id
-    return node.attr if isinstance(node, ast.Attribute) else ""
-
-
-def _words(name: str) -> set[str]:
-    return set(name.lower().split("_"))
-
-
-def _names_model(name: str) -> bool:
-    """``model``, ``draft_model``, ``model_parts``, ``encoder``: the name of a model, not
-    of a method that acts on one (``register_module``, ``load_model``, ``_parent_module``)."""
-    words = name.lower().strip("_").split("_")
-    if len(words) == 1 or words[0] in ("model", "models"):
-        return words[0] in _MODEL_WORDS
-    return words[-1] in ("model", "models") and words[0] not in _VERBS
 
 
 def _visit_methods(rule_class: type) -> tuple[tuple[type, str], ...]:
@@ -282,7 +122,7 @@ class FileAnalyzer(Walker):
             for target in (node.targets if isinstance(node, ast.Assign) else [node.target])
             if isinstance(target, ast.Name)
         }
-        self.method_names = _method_names(tree.body)
+        self.method_names = method_names(tree.body)
         self.visitors = self._visitors(rules, source)
         self.host_fields, self.host_records = declared_host_fields(tree, self.lines)
         self.class_attributes: dict[str, dict[str, Value]] = {}
@@ -407,7 +247,7 @@ class FileAnalyzer(Walker):
         self._note_loop_kinds(node, callee)
         if callee is None or (
             # Code that runs once matters only for what it builds (a ``Cls(...)``).
-            self.scope.lazy_depth and not _builds(callee)
+            self.scope.lazy_depth and not builds(callee)
         ):
             return
         calls = self.scope.facts.calls
@@ -461,13 +301,10 @@ class FileAnalyzer(Walker):
         kind = None
         if (
             isinstance(func, ast.Attribute)
-            and (
-                func.attr == "backward"
-                or (func.attr == "step" and _STEPPER_WORDS & _words(_last_name(func.value)))
-            )
+            and (func.attr == "backward" or (func.attr == "step" and names_stepper(func.value)))
         ) or self.qualified_name(func) == "torch.autograd.backward":
             kind = "steps"
-        elif callee == ("self", "__call__") or _names_model(_last_name(func)):
+        elif callee == ("self", "__call__") or names_model(last_name(func)):
             kind = "model"
         if kind is None:
             return
@@ -620,7 +457,7 @@ class FileAnalyzer(Walker):
                 env[argument.arg] = known.with_tags(TENSOR)
             elif SEQUENCE_ANNOTATION.match(annotation):
                 env[argument.arg] = known.with_tags(PYSEQ)
-        for name in _used_as_tensors(node, env):
+        for name in used_as_tensors(node, env):
             env[name] = env[name].with_tags(TENSOR)  # x.sum(), x.cpu() elsewhere: a tensor
         line_text = self.lines[node.lineno - 1] if node.lineno <= len(self.lines) else ""
         marker = _MARKER.search(line_text)
@@ -658,7 +495,7 @@ class FileAnalyzer(Walker):
             outer.host_code
             or self.module_scope.host_code
             or (class_name is not None and says_cpu(class_name.rpartition(".")[2]))
-            or _cpu_version(node.name)
+            or cpu_version(node.name)
         )
         try:
             self._body(node.body)
@@ -672,7 +509,7 @@ class FileAnalyzer(Walker):
             if facts.host_result:
                 sources = frozenset().union(*(part for part in hosts if part is not None))
                 facts.result_sources = tuple(sorted(sources))
-            facts.part_sources = _part_sources(self.scope.part_returns)
+            facts.part_sources = part_sources(self.scope.part_returns)
             facts.loops = tuple(self.scope.loops)
         finally:
             self.scope = outer
@@ -722,7 +559,7 @@ class FileAnalyzer(Walker):
         bases = tuple(self.qualified_name(base) or ast.unparse(base) for base in node.bases)
         attribute_types: dict[str, str] = {}
         attribute_values = self.attribute_values.setdefault(qualname, {})
-        self.filled_attributes[qualname] = _filled_attributes(node)
+        self.filled_attributes[qualname] = filled_attributes(node)
         for statement in node.body:  # ``procs: list[Processor]`` declared in the class body
             if isinstance(statement, ast.AnnAssign) and isinstance(statement.target, ast.Name):
                 declared = annotation_type(statement.annotation)

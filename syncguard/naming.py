@@ -83,3 +83,77 @@ def as_named(name: str, value: Value) -> Value:
         if tags:
             value = value.with_tags(*tags)
     return value
+
+
+# Words in the name of what is stepped (``optimizer.step()``, ``self.scaler.step(opt)``)
+# and of what is called as a model (``model(batch)``, ``self.policy(obs)``).
+_STEPPER_WORDS = frozenset({"optimizer", "optimizers", "optim", "opt", "scaler"})
+_MODEL_WORDS = frozenset(
+    {"model", "models", "module", "net", "network", "policy", "transformer", "encoder", "decoder"}
+)
+# First words of method names that act on a model rather than name one.
+_VERBS = frozenset(
+    {
+        "register",
+        "load",
+        "get",
+        "set",
+        "build",
+        "make",
+        "create",
+        "init",
+        "prepare",
+        "wrap",
+        "replace",
+        "add",
+        "remove",
+        "save",
+        "apply",
+        "update",
+        "to",
+        "from",
+        "is",
+        "has",
+        "run",
+    }
+)
+# First words of a function name that say it moves data to the CPU (``to_cpu``, ``copy_cpu``).
+_MOVING_VERBS = frozenset(
+    {"to", "move", "copy", "as", "offload", "transfer", "send", "fetch", "get", "load", "save",
+     "sync", "pin", "stage", "gather", "d2h"}
+)  # fmt: skip
+
+
+def cpu_version(name: str) -> bool:
+    """``fill_indices_cpu``, ``_attention_ref_cpu``: the CPU version of a function, which
+    runs on host data (not ``to_cpu``, which moves data there)."""
+    words = name.lower().strip("_").split("_")
+    return len(words) > 1 and words[-1] == "cpu" and words[0] not in _MOVING_VERBS
+
+
+def last_name(node: ast.expr) -> str:
+    """``model`` for ``self.model`` or ``model``, ``model_parts`` for
+    ``self.model_parts[0]``; "" for anything else."""
+    while isinstance(node, ast.Subscript):
+        node = node.value
+    if isinstance(node, ast.Name):
+        return node.id
+    return node.attr if isinstance(node, ast.Attribute) else ""
+
+
+def _words(name: str) -> set[str]:
+    return set(name.lower().split("_"))
+
+
+def names_model(name: str) -> bool:
+    """``model``, ``draft_model``, ``model_parts``, ``encoder``: the name of a model, not
+    of a method that acts on one (``register_module``, ``load_model``, ``_parent_module``)."""
+    words = name.lower().strip("_").split("_")
+    if len(words) == 1 or words[0] in ("model", "models"):
+        return words[0] in _MODEL_WORDS
+    return words[-1] in ("model", "models") and words[0] not in _VERBS
+
+
+def names_stepper(node: ast.expr) -> bool:
+    """``optimizer``, ``self.scaler``, ``opts[0]``: the name of what ``.step()`` steps."""
+    return bool(_STEPPER_WORDS & _words(last_name(node)))
