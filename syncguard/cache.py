@@ -58,10 +58,11 @@ from syncguard.facts import (
     Site,
     Span,
 )
+from syncguard.moves import lines_of, split_lines
 from syncguard.values import Place, Value
 
 CACHE_FOLDER = ".syncguard_cache"
-FORMAT = 6
+FORMAT = 7
 _MAGIC = b"syncguard-cache\n"
 _CHECKSUM_SIZE = 16
 _CACHEDIR_TAG = (
@@ -73,7 +74,8 @@ _KEPT_FINGERPRINTS = 3  # packs of older syncguard versions kept (several instal
 _KEPT_RUNS = 4  # results of distinct runs kept (e.g. `check .` and a pre-commit file list)
 SHARDS = 16  # facts packs per fingerprint: an edit rewrites one, not all of them
 _KEPT_CALL_GRAPHS = 2  # resolved calls of distinct sets of files (a tree, a file list)
-DIGEST_SIZE = 16  # bytes of each of the two digests that start an encoding
+DIGEST_SIZE = 16  # bytes of each of the three digests that start an encoding
+_HEADER = 3 * DIGEST_SIZE
 # A file changed less than this long before it was read gets no stamp: a second write
 # within the file system's timestamp granularity could leave size and times alike.
 _RACY_NS = 2_000_000_000
@@ -188,11 +190,14 @@ def _fix(fix: Fix | None) -> tuple[Any, ...] | None:
 
 
 def encode_facts(outcome: FileFacts | FileError) -> Payload:
-    """``outcome`` as bytes: its interface digest, a digest of the rest, then nested
-    tuples of plain values, marshalled."""
-    body = marshal.dumps(_plain(outcome))
+    """``outcome`` as bytes: its interface digest, a digest of the rest, a digest of its
+    shape (see :mod:`syncguard.moves`), then nested tuples of plain values, marshalled."""
+    plain = _plain(outcome)
+    body = marshal.dumps(plain)
     digest = hashlib.blake2b(body, digest_size=DIGEST_SIZE).digest()
-    return interface_digest(outcome) + digest + body
+    stripped = split_lines(plain)[0]
+    shape = hashlib.blake2b(marshal.dumps(stripped), digest_size=DIGEST_SIZE).digest()
+    return interface_digest(outcome) + digest + shape + body
 
 
 def interface_digest(outcome: FileFacts | FileError) -> bytes:
@@ -234,6 +239,16 @@ def digest_of(encoded: Payload) -> bytes:
     """A digest of the facts encoded by :func:`encode_facts`: equal digests, equal facts
     (files whose edits change no fact, e.g. a comment, keep it)."""
     return encoded[DIGEST_SIZE : 2 * DIGEST_SIZE]
+
+
+def shape_of(encoded: Payload) -> bytes:
+    """A digest of the facts encoded by :func:`encode_facts` but for their line numbers."""
+    return encoded[2 * DIGEST_SIZE : _HEADER]
+
+
+def lines_in(encoded: Payload) -> list[int]:
+    """The line numbers of the facts encoded by :func:`encode_facts`, in a fixed order."""
+    return lines_of(memoryview(encoded)[_HEADER:])
 
 
 def _plain(outcome: FileFacts | FileError) -> tuple[Any, ...]:
@@ -319,9 +334,9 @@ def decode_facts(
 
     ``only_calls`` (qualname -> positions in the encoding) decodes those calls alone
     instead; ``positions``, when given, receives the positions of the calls kept."""
-    if len(encoded) < 2 * DIGEST_SIZE:
+    if len(encoded) < _HEADER:
         raise ValueError("truncated facts")
-    payload = marshal.loads(memoryview(encoded)[2 * DIGEST_SIZE :])
+    payload = marshal.loads(memoryview(encoded)[_HEADER:])
     kind = payload[0]
     if kind == "error":
         return FileError(payload[1], payload[2], payload[3])
@@ -496,7 +511,7 @@ class Cache:
             for shard in range(SHARDS)
         ]
         self._dirty: set[int] = set()
-        self._runs: dict[bytes, bytes] | None = None
+        self._runs: dict[bytes, tuple[bytes, bytes, bytes]] | None = None
         self._resolved: dict[bytes, dict[str, KnownFile]] = {}
         self._absolute_paths: dict[str, str] = {}
 
@@ -561,26 +576,49 @@ class Cache:
 
     def findings(self, run_key: bytes) -> list[Any] | None:
         """The project-phase findings of an identical earlier run, if kept."""
-        if self._runs is None:
-            self._runs = _read_pack(self._runs_path)
-        blob = self._runs.get(run_key)
-        if not isinstance(blob, bytes):
-            return None
-        try:
-            findings = pickle.loads(blob)
-        except Exception:
-            return None
-        return findings if isinstance(findings, list) else None
+        entry = self._run_entries().get(run_key)
+        return _findings_in(entry[0]) if entry is not None else None
 
-    def store_findings(self, run_key: bytes, findings: list[Any]) -> None:
-        """Keep the findings of this run (and those of a few recent other runs)."""
-        if self._runs is None:
-            self._runs = _read_pack(self._runs_path)
-        runs = {k: v for k, v in self._runs.items() if k != run_key}
+    def moved_findings(self, shape_key: bytes) -> tuple[bytes, list[Any]] | None:
+        """The facts digests (joined) and the findings of an earlier run over files of the
+        same shapes (see :mod:`syncguard.moves`), if kept."""
+        for blob, shape, digests in self._run_entries().values():
+            findings = _findings_in(blob) if shape == shape_key else None
+            if findings is not None:
+                return digests, findings
+        return None
+
+    def store_findings(
+        self, run_key: bytes, findings: list[Any], shape_key: bytes = b"", digests: bytes = b""
+    ) -> None:
+        """Keep the findings of this run, with the shape key and the facts digests of its
+        files (and those of a few recent other runs)."""
+        runs = {  # an earlier run of the same shapes is superseded by this one
+            key: entry
+            for key, entry in self._run_entries().items()
+            if key != run_key and not (shape_key and entry[1] == shape_key)
+        }
         kept = dict(list(runs.items())[-(_KEPT_RUNS - 1) :]) if _KEPT_RUNS > 1 else {}
-        kept[run_key] = pickle.dumps(findings, pickle.HIGHEST_PROTOCOL)
+        kept[run_key] = (pickle.dumps(findings, pickle.HIGHEST_PROTOCOL), shape_key, digests)
         self._runs = kept
         self._save(self._runs_path, kept)
+
+    def _run_entries(self) -> dict[bytes, tuple[bytes, bytes, bytes]]:
+        if self._runs is None:
+            self._runs = {
+                key: entry
+                for key, entry in _read_pack(self._runs_path).items()
+                if isinstance(entry, tuple)
+                and len(entry) == 3
+                and all(isinstance(part, bytes) for part in entry)
+            }
+        return self._runs
+
+    def previous(self, path: str) -> Payload | None:
+        """The encoded facts stored for the file at ``path``, whatever its content was."""
+        absolute = self._absolute(path)
+        entry = self._shards[shard_of(absolute)].get(absolute)
+        return entry[3] if entry is not None and isinstance(entry[3], bytes) else None
 
     def known_files(self, interface_key: bytes) -> dict[str, KnownFile]:
         """Per file path: what an earlier run over files whose interfaces (and the
@@ -624,15 +662,6 @@ class Cache:
             return None
         return interface_of(entry[3])
 
-    def facts_digest(self, path: str) -> bytes | None:
-        """The :func:`digest_of` the facts stored for the file at ``path``, whatever its
-        content was then; None if none are."""
-        absolute = self._absolute(path)
-        entry = self._shards[shard_of(absolute)].get(absolute)
-        if entry is None or not isinstance(entry[3], bytes):
-            return None
-        return digest_of(entry[3])
-
     def drop_known_files(self) -> None:
         """Let go of what :meth:`known_files` read (large, and no longer needed)."""
         self._resolved.clear()
@@ -665,6 +694,14 @@ class Cache:
                 f"cannot write the cache in {self.folder}: {error.strerror or error} "
                 "(linting works without it; --no-cache silences this)"
             )
+
+
+def _findings_in(blob: bytes) -> list[Any] | None:
+    try:
+        findings = pickle.loads(blob)
+    except Exception:
+        return None
+    return findings if isinstance(findings, list) else None
 
 
 def shard_of(path: str) -> int:

@@ -25,6 +25,7 @@ from pathlib import Path
 from syncguard.analysis import FileAnalyzer
 from syncguard.bindings import TreeCallFilter
 from syncguard.cache import (
+    DIGEST_SIZE,
     Cache,
     CallFilter,
     KnownFile,
@@ -35,13 +36,16 @@ from syncguard.cache import (
     digest_of,
     encode_facts,
     interface_of,
+    lines_in,
     prune_calls,
+    shape_of,
     stamp_of,
 )
 from syncguard.config import Settings
 from syncguard.discovery import discover, has_init_file, module_name
 from syncguard.facts import FileError, FileFacts
 from syncguard.hygiene import reported
+from syncguard.moves import LineMap, carry, line_map
 from syncguard.parsing import parse, with_deep_stack
 from syncguard.project import Finding, FunctionId, HotSettings, Project, SourceFile, root_of
 from syncguard.reading import Unreadable, decode, read_bytes, read_source
@@ -139,15 +143,22 @@ def lint_files(
             paths, settings, sources or {}, jobs, cache, progress
         )
         linted = [unit for unit in units if not unit.error and not unit.ignored]
-        run_key = _run_key(linted, hot_settings, run_scope) if cache is not None else None
+        run_key = shape_key = None
+        if cache is not None:
+            run_key = _run_key(linted, hot_settings, run_scope, digest_of)
+            shape_key = _run_key(linted, hot_settings, run_scope, shape_of)
         findings = cache.findings(run_key) if cache is not None and run_key else None
+        if findings is None and cache is not None and run_key and shape_key:
+            findings = _moved_findings(cache, shape_key, linted)
+            if findings is not None:  # kept for this state of the files too
+                cache.store_findings(run_key, findings, shape_key, _digests(linted))
         if findings is None:
             project, known, interface_key = _project(linted, rules, cache, hot_settings)
             findings = project.findings(run_scope)
             if cache is not None and interface_key is not None:
                 _keep_known_files(cache, interface_key, known, linted, project)
             if cache is not None and run_key is not None:
-                cache.store_findings(run_key, findings)
+                cache.store_findings(run_key, findings, shape_key or b"", _digests(linted))
         for unit in units:  # let the facts go before the collector resumes
             unit.outcome = unit.targets = unit.roots = unit.positions = None
         if cache is not None:
@@ -371,6 +382,7 @@ class _Unit:
     targets_key: bytes | None = None
     # Otherwise, once pruned: where each call kept was among the function's calls.
     positions: dict[str, list[int]] | None = None
+    previous: Payload | None = None  # the facts cached before it was analysed again
 
 
 def _per_file_phase(
@@ -423,6 +435,7 @@ def _per_file_phase(
         nonlocal done
         unit.data, unit.ignored, unit.error = None, ignored, failed
         if cache is not None and unit.key is not None and unit.payload is not None:
+            unit.previous = cache.previous(unit.path)
             cache.store(unit.path, unit.key, ignored, failed, unit.payload, unit.stamp)
         done += 1
         if progress is not None:
@@ -458,7 +471,7 @@ def _per_file_phase(
     workers = min(jobs, len(pending)) if jobs > 1 and size >= POOL_MIN_BYTES else 0
     if workers == 1 and cache is not None:
         (unit,) = pending
-        aside = _analyse_aside(unit, rules, cache.facts_digest(unit.path), decode_cached)
+        aside = _analyse_aside(unit, rules, cache.previous(unit.path), decode_cached)
         if aside is not None:
             unit.payload = aside[2]
             finished(unit, aside[0], aside[1])
@@ -554,28 +567,69 @@ def _outcome(
         return outcome
 
 
-def _run_key(linted: Sequence[_Unit], hot_settings: HotSettings, scope: str) -> bytes | None:
+def _run_key(
+    linted: Sequence[_Unit],
+    hot_settings: HotSettings,
+    scope: str,
+    facts_digest: Callable[[Payload], bytes],
+) -> bytes | None:
     """What decides the project phase's result: every linted file's path, package flag
-    and facts (by their digest), the hot-path settings and the scope; None when some
-    input is not a file on disk or has no encoded facts."""
+    and facts (by ``facts_digest``: :func:`digest_of`, or :func:`shape_of` for the key
+    of runs whose findings may be carried over moved lines), the hot-path settings and
+    the scope; None when some input is not a file on disk or has no encoded facts."""
     digest = hashlib.blake2b(repr((hot_settings, scope)).encode(), digest_size=16)
     for unit in linted:
         if unit.key is None or unit.payload is None:
             return None
         digest.update(f"{unit.path}\0{unit.is_package}\0".encode("utf-8", "surrogateescape"))
-        digest.update(digest_of(unit.payload))
+        digest.update(facts_digest(unit.payload))
     return digest.digest()
+
+
+def _digests(linted: Sequence[_Unit]) -> bytes:
+    """The facts digests of ``linted`` joined (each has encoded facts: see :func:`_run_key`)."""
+    return b"".join(digest_of(unit.payload) for unit in linted if unit.payload is not None)
+
+
+def _moved_findings(
+    cache: Cache, shape_key: bytes, linted: Sequence[_Unit]
+) -> list[Finding] | None:
+    """The findings of an earlier run over files of the shapes of ``linted``, carried
+    over to the lines they moved to (see :mod:`syncguard.moves`); None when there are
+    none or their lines cannot be mapped."""
+    found = cache.moved_findings(shape_key)
+    if found is None or len(found[0]) != DIGEST_SIZE * len(linted):
+        return None
+    digests, findings = found
+    moved: dict[str, LineMap] = {}
+    for index, unit in enumerate(linted):
+        assert unit.payload is not None  # as the shape key says
+        before = digests[index * DIGEST_SIZE : (index + 1) * DIGEST_SIZE]
+        if digest_of(unit.payload) == before:
+            continue
+        old = unit.previous
+        if old is None or digest_of(old) != before:
+            return None  # the facts the findings were of are gone
+        try:
+            mapping = line_map(lines_in(old), lines_in(unit.payload))
+        except Exception:  # an entry this version cannot read
+            return None
+        if mapping is None:
+            return None
+        moved[unit.path] = mapping
+    return carry(findings, moved)
 
 
 def _analyse_aside(
     unit: _Unit,
     rules: Sequence[Rule],
-    digest_before: bytes | None,
+    before: Payload | None,
     meanwhile: Callable[[Callable[[], bool]], None],
 ) -> tuple[bool, bool, Payload] | None:
     """(ignore-file flag, error flag, encoded facts) of ``unit``, analysed in a forked
     child while this process runs ``meanwhile(unchanged)``: ``unchanged()`` is true
-    once the child is done and its facts have ``digest_before``. None when no child
+    once the child is done and its facts are those cached ``before`` or differ from
+    them only in line numbers (see :mod:`syncguard.moves`). None when no child
     could do it (no fork here, another thread running, facts it cannot encode)."""
     if not hasattr(os, "fork") or threading.active_count() != 1 or unit.data is None:
         return None
@@ -619,7 +673,11 @@ def _analyse_aside(
                 return False  # the child is still at work
             collect()
         found = result[0]
-        return found is not None and digest_of(found[2]) == digest_before
+        return (
+            found is not None
+            and before is not None
+            and (digest_of(found[2]) == digest_of(before) or shape_of(found[2]) == shape_of(before))
+        )
 
     try:
         meanwhile(unchanged)
