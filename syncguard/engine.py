@@ -1,28 +1,22 @@
 """The lint engine: discover files, analyse each one, run the project phase, filter.
 
-``analyze_source`` is the per-file phase (pure: same input, same facts);
-``lint_files`` drives a whole run. The engine knows rules only through the
-registry in :mod:`syncguard.rules`.
+:mod:`syncguard.perfile` is the per-file phase; ``lint_files`` drives a whole
+run. The engine knows rules only through the registry in :mod:`syncguard.rules`.
 """
 
 from __future__ import annotations
 
-import ast
 import contextlib
 import functools
 import gc
 import hashlib
-import marshal
 import os
-import select
-import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from syncguard.analysis import FileAnalyzer
 from syncguard.bindings import TreeCallFilter
 from syncguard.cache import (
     DIGEST_SIZE,
@@ -34,7 +28,6 @@ from syncguard.cache import (
     content_key,
     decode_facts,
     digest_of,
-    encode_facts,
     interface_of,
     lines_in,
     prune_calls,
@@ -46,12 +39,22 @@ from syncguard.discovery import discover, has_init_file, module_name
 from syncguard.facts import FileError, FileFacts
 from syncguard.hygiene import reported
 from syncguard.moves import LineMap, carry, line_map
-from syncguard.parsing import parse, with_deep_stack
+from syncguard.perfile import (
+    Task,
+    analyse_aside,
+    analyse_bytes,
+    analyse_text,
+    analyze_path,
+    analyze_source,
+    encoded,
+    pool_map,
+)
 from syncguard.project import Finding, FunctionId, HotSettings, Project, SourceFile, root_of
-from syncguard.reading import Unreadable, decode, read_bytes, read_source
+from syncguard.reading import Unreadable, read_bytes
 from syncguard.rule import Rule
 from syncguard.rules import all_rules
-from syncguard.suppression import ignores_file
+
+__all__ = ["LintResult", "Problem", "analyze_path", "analyze_source", "build_project", "lint_files"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,45 +79,6 @@ class LintResult:
     files: int = 0
     rules: dict[str, type[Rule]] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)  # e.g. a cache that cannot be written
-
-
-def analyze_source(
-    source: str, module: str, is_package: bool, rules: Sequence[Rule]
-) -> FileFacts | FileError:
-    """The per-file phase for one source text."""
-    try:
-        tree = parse(source)
-    except SyntaxError as error:
-        return FileError(error.lineno or 1, error.offset or 1, f"syntax error: {error.msg}")
-    except (ValueError, MemoryError, RecursionError) as error:
-        return FileError(1, 1, f"cannot parse: {error}")
-    assert isinstance(tree, ast.Module)
-
-    def analyse() -> FileFacts:
-        return FileAnalyzer(tree, source, module, is_package, rules).analyze()
-
-    try:
-        try:
-            return analyse()
-        except RecursionError:  # an expression nested deeper than the default stack allows
-            return with_deep_stack(analyse)
-    except RecursionError:
-        return FileError(1, 1, "too deeply nested to analyse")
-    except Exception as error:  # a syncguard bug: say where, and lint the other files
-        name = type(error).__name__
-        return FileError(
-            1, 1, f"internal error while analysing: {name}: {error} (please report this)"
-        )
-
-
-def analyze_path(path: str, rules: Sequence[Rule]) -> tuple[FileFacts | FileError, str | None]:
-    """Facts (or a located error) for the file at ``path``, and its source text."""
-    try:
-        source = read_source(path)
-    except Unreadable as unreadable:
-        return unreadable.error, None
-    module, is_package = module_name(path)
-    return analyze_source(source, module, is_package, rules), source
 
 
 def lint_files(
@@ -403,7 +367,9 @@ def _per_file_phase(
         units.append(unit)
         if path in sources:
             unit.text = sources[path]
-            unit.ignored, unit.outcome = _analyse_text(unit.text, unit, rules)
+            unit.ignored, unit.outcome = analyse_text(
+                unit.text, unit.module, unit.is_package, rules
+            )
             unit.error = isinstance(unit.outcome, FileError)
             continue
         if cache is not None:
@@ -471,7 +437,7 @@ def _per_file_phase(
     workers = min(jobs, len(pending)) if jobs > 1 and size >= POOL_MIN_BYTES else 0
     if workers == 1 and cache is not None:
         (unit,) = pending
-        aside = _analyse_aside(unit, rules, cache.previous(unit.path), decode_cached)
+        aside = analyse_aside(_task(unit), rules, cache.previous(unit.path), decode_cached)
         if aside is not None:
             unit.payload = aside[2]
             finished(unit, aside[0], aside[1])
@@ -483,7 +449,9 @@ def _per_file_phase(
 
         try:
             for unit, (ignored, failed, payload) in zip(
-                pending, _pool_map(workers, pending, decode_cached), strict=True
+                pending,
+                pool_map(workers, [_task(unit) for unit in pending], decode_cached),
+                strict=True,
             ):
                 if payload is not None:  # None: facts that only this process can hold
                     unit.payload = payload
@@ -493,11 +461,16 @@ def _per_file_phase(
     for unit in pending:
         if unit.data is None:
             continue
-        ignored, unit.outcome = _analyse_bytes(unit.data, unit, rules)
+        ignored, unit.outcome = analyse_bytes(unit.data, unit.module, unit.is_package, rules)
         if cache is not None:
-            unit.payload = _encoded(unit.outcome)
+            unit.payload = encoded(unit.outcome)
         finished(unit, ignored, isinstance(unit.outcome, FileError))
     return units
+
+
+def _task(unit: _Unit) -> Task:
+    assert unit.data is not None  # still to analyse
+    return (unit.path, unit.data, unit.module, unit.is_package)
 
 
 def _module_names(files: Sequence[str]) -> list[tuple[str, bool]]:
@@ -517,32 +490,6 @@ def _module_names(files: Sequence[str]) -> list[tuple[str, bool]]:
         else:
             names.append((f"{package}.{stem}" if package else stem, False))
     return names
-
-
-def _analyse_text(
-    source: str, unit: _Unit, rules: Sequence[Rule]
-) -> tuple[bool, FileFacts | FileError]:
-    """(ignore-file flag, facts) of ``source`` as the module of ``unit``."""
-    outcome = analyze_source(source, unit.module, unit.is_package, rules)
-    return not isinstance(outcome, FileError) and ignores_file(source), outcome
-
-
-def _analyse_bytes(
-    data: bytes, unit: _Unit, rules: Sequence[Rule]
-) -> tuple[bool, FileFacts | FileError]:
-    try:
-        source = decode(data)
-    except Unreadable as unreadable:
-        return False, unreadable.error
-    return _analyse_text(source, unit, rules)
-
-
-def _encoded(outcome: FileFacts | FileError) -> Payload | None:
-    """``outcome`` encoded for the cache or a pipe; None when it cannot be (odd records)."""
-    try:
-        return encode_facts(outcome)
-    except Exception:
-        return None
 
 
 def _outcome(
@@ -618,111 +565,6 @@ def _moved_findings(
             return None
         moved[unit.path] = mapping
     return carry(findings, moved)
-
-
-def _analyse_aside(
-    unit: _Unit,
-    rules: Sequence[Rule],
-    before: Payload | None,
-    meanwhile: Callable[[Callable[[], bool]], None],
-) -> tuple[bool, bool, Payload] | None:
-    """(ignore-file flag, error flag, encoded facts) of ``unit``, analysed in a forked
-    child while this process runs ``meanwhile(unchanged)``: ``unchanged()`` is true
-    once the child is done and its facts are those cached ``before`` or differ from
-    them only in line numbers (see :mod:`syncguard.moves`). None when no child
-    could do it (no fork here, another thread running, facts it cannot encode)."""
-    if not hasattr(os, "fork") or threading.active_count() != 1 or unit.data is None:
-        return None
-    read_end, write_end = os.pipe()
-    try:
-        child = os.fork()
-    except OSError:
-        os.close(read_end)
-        os.close(write_end)
-        return None
-    if child == 0:  # pragma: no cover (runs in the child, which never returns)
-        status = 1
-        try:
-            os.close(read_end)
-            ignored, outcome = _analyse_bytes(unit.data, unit, rules)
-            payload = _encoded(outcome)
-            with os.fdopen(write_end, "wb") as stream:
-                stream.write(marshal.dumps((ignored, isinstance(outcome, FileError), payload)))
-            status = 0
-        finally:
-            os._exit(status)  # no clean-up of the parent's state in the child
-    os.close(write_end)
-    result: list[tuple[bool, bool, Payload] | None] = []
-
-    def collect() -> None:
-        chunks = []
-        with os.fdopen(read_end, "rb") as stream:
-            while chunk := stream.read():
-                chunks.append(chunk)
-        _, status = os.waitpid(child, 0)
-        found = None
-        with contextlib.suppress(Exception):
-            loaded = marshal.loads(b"".join(chunks))
-            if status == 0 and isinstance(loaded, tuple) and isinstance(loaded[2], bytes):
-                found = (bool(loaded[0]), bool(loaded[1]), loaded[2])
-        result.append(found)
-
-    def unchanged() -> bool:
-        if not result:
-            if not select.select([read_end], [], [], 0)[0]:
-                return False  # the child is still at work
-            collect()
-        found = result[0]
-        return (
-            found is not None
-            and before is not None
-            and (digest_of(found[2]) == digest_of(before) or shape_of(found[2]) == shape_of(before))
-        )
-
-    try:
-        meanwhile(unchanged)
-    finally:
-        if not result:
-            collect()
-    return result[0]
-
-
-_worker_rules: list[Rule] = []
-
-
-def _start_worker() -> None:
-    global _worker_rules
-    gc.disable()  # short-lived and acyclic: reference counting frees everything
-    _worker_rules = [rule_class() for rule_class in all_rules().values()]
-
-
-def _analyse_in_worker(
-    task: tuple[str, bytes, str, bool],
-) -> tuple[bool, bool, Payload | None]:
-    path, data, module, is_package = task
-    ignored, outcome = _analyse_bytes(data, _Unit(path, module, is_package), _worker_rules)
-    return ignored, isinstance(outcome, FileError), _encoded(outcome)
-
-
-def _pool_map(
-    workers: int, units: Sequence[_Unit], meanwhile: Callable[[], None]
-) -> Iterator[tuple[bool, bool, Payload | None]]:
-    """Analyse ``units`` in ``workers`` processes, results in order; this process runs
-    ``meanwhile()`` while they work."""
-    import multiprocessing as mp  # a tenth of a second of start-up: only where used
-    from concurrent.futures import ProcessPoolExecutor
-
-    tasks = [(unit.path, unit.data, unit.module, unit.is_package) for unit in units]
-    # fork is fast and safe while this process runs no other thread; else the default.
-    single_threaded = threading.active_count() == 1
-    method = "fork" if single_threaded and "fork" in mp.get_all_start_methods() else None
-    chunk = max(1, min(8, len(tasks) // (workers * 16)))
-    with ProcessPoolExecutor(
-        workers, mp_context=mp.get_context(method), initializer=_start_worker
-    ) as pool:
-        results = pool.map(_analyse_in_worker, tasks, chunksize=chunk)
-        meanwhile()
-        yield from results
 
 
 @contextmanager
