@@ -49,7 +49,7 @@ def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 def test_the_codec_knows_every_field_of_the_facts() -> None:
-    assert codec_is_current(), "a fact class gained a field: teach syncguard/cache.py about it"
+    assert codec_is_current(), "a fact class gained a field: teach syncguard/codec.py about it"
 
 
 def test_facts_survive_encoding_unchanged() -> None:
