@@ -117,12 +117,16 @@ def lint_files(
             if findings is not None:  # kept for this state of the files too
                 cache.store_findings(run_key, findings, shape_key, _digests(linted))
         if findings is None:
-            project, known, interface_key = _project(linted, rules, cache, hot_settings)
-            findings = project.findings(run_scope)
-            if cache is not None and interface_key is not None:
-                _keep_known_files(cache, interface_key, known, linted, project)
-            if cache is not None and run_key is not None:
-                cache.store_findings(run_key, findings, shape_key or b"", _digests(linted))
+            try:
+                project, known, interface_key = _project(linted, rules, cache, hot_settings)
+                findings = project.findings(run_scope)
+            except Exception:  # a syncguard bug: say on which file, lint the rest
+                findings = _isolated(linted, rules, hot_settings, run_scope, result)[1]
+            else:
+                if cache is not None and interface_key is not None:
+                    _keep_known_files(cache, interface_key, known, linted, project)
+                if cache is not None and run_key is not None:
+                    cache.store_findings(run_key, findings, shape_key or b"", _digests(linted))
         for unit in units:  # let the facts go before the collector resumes
             unit.outcome = unit.targets = unit.roots = unit.positions = None
         if cache is not None:
@@ -146,16 +150,23 @@ def build_project(
     settings: Settings | None = None,
     cache_dir: str | os.PathLike[str] | None = None,
     jobs: int = 1,
+    scope: str | None = None,
 ) -> tuple[Project, LintResult]:
     """The project phase's passes over ``paths``, ready to be asked (what ``--explain``
     and the presets in force read), and the run's problems (in a result without
-    findings). Facts come from the cache at ``cache_dir`` when it has them."""
+    findings). Facts come from the cache at ``cache_dir`` when it has them. With
+    ``scope``, the project's findings in that scope are worked out here (and kept)."""
     settings = settings or Settings()
     cache = Cache(Path(cache_dir)) if cache_dir is not None else None
     with _gc_paused():
         result, units, rules, hot_settings = _analysed(paths, settings, {}, jobs, cache, None)
         linted = [unit for unit in units if not unit.error and not unit.ignored]
-        project, _, _ = _project(linted, rules, cache, hot_settings)
+        try:
+            project, _, _ = _project(linted, rules, cache, hot_settings)
+            if scope is not None:
+                project.findings(scope)
+        except Exception:  # a syncguard bug: say on which file, ask of the rest
+            project = _isolated(linted, rules, hot_settings, scope, result)[0]
     if cache is not None:
         cache.save(unit.path for unit in units if unit.key is not None)
     return project, result
@@ -202,6 +213,7 @@ def _project(
     rules: Sequence[Rule],
     cache: Cache | None,
     hot_settings: HotSettings,
+    tree: set[str] | None = None,
 ) -> tuple[Project, Mapping[str, KnownFile], bytes | None]:
     """The project phase over the facts of ``linted`` (decoded here), with what the
     cache knew of where calls resolve and the interface key it knew it under.
@@ -209,8 +221,9 @@ def _project(
     Where the calls of unchanged files resolve, and which of their functions are hot
     roots by their class or the settings, come from the cache while no file's
     interface (see :func:`syncguard.cache.interface_digest`) and no setting changed;
-    the other files' are worked out here, and kept for the next run."""
-    keep_call = TreeCallFilter({unit.module for unit in linted})
+    the other files' are worked out here, and kept for the next run. Calls into
+    modules outside ``tree`` (default: those of ``linted``) are dropped."""
+    keep_call = TreeCallFilter(tree if tree is not None else {unit.module for unit in linted})
     interface_key = _interface_key(linted, _interface, hot_settings) if cache is not None else None
     known = cache.known_files(interface_key) if cache and interface_key else {}
     roots: dict[tuple[str, int], str] = {}  # (folder, package depth) -> import root
@@ -237,6 +250,44 @@ def _project(
         rules,
     )
     return project, known, interface_key
+
+
+def _isolated(
+    linted: Sequence[_Unit],
+    rules: Sequence[Rule],
+    hot_settings: HotSettings,
+    scope: str | None,
+    result: LintResult,
+) -> tuple[Project, list[Finding]]:
+    """After the project phase failed: the project (and its findings in ``scope``, if
+    given) of the files it works with. A file on which it fails alone gets a located
+    internal error in ``result``; the others are linted together again."""
+    tree = {unit.module for unit in linted}
+
+    def phase(units: Sequence[_Unit]) -> tuple[Project, list[Finding]] | Exception:
+        for unit in units:  # decoded again: the failed run may have left them half-done
+            if unit.payload is not None:
+                unit.outcome = unit.targets = unit.roots = unit.positions = None
+                unit.pruned = False
+        try:
+            project, _, _ = _project(units, rules, None, hot_settings, tree)
+            return project, project.findings(scope) if scope is not None else []
+        except Exception as failure:
+            return failure
+
+    failing: dict[str, Exception] = {}
+    for unit in linted:
+        alone = phase([unit])
+        if isinstance(alone, Exception):
+            failing[unit.path] = alone
+    rest = phase([unit for unit in linted if unit.path not in failing])
+    if isinstance(rest, Exception):  # not one file's facts alone: say so, unlocated
+        failing["."] = rest
+        rest = (_project([], rules, None, hot_settings)[0], [])
+    for path, found in failing.items():
+        message = f"internal error in the project phase: {type(found).__name__}: {found}"
+        result.problems.append(Problem(path, 1, 1, f"{message} (please report this)"))
+    return rest
 
 
 def _interface(unit: _Unit) -> bytes | None:
