@@ -216,12 +216,13 @@ class Cache:
         self._runs: dict[bytes, tuple[bytes, bytes, bytes]] | None = None
         self._resolved: dict[bytes, dict[str, KnownFile]] = {}
         self._absolute_paths: dict[str, str] = {}
+        self._cwd = os.getcwd()
 
     def _absolute(self, path: str) -> str:
         """``os.path.abspath(path)``, worked out once per path (asked several times a run)."""
         found = self._absolute_paths.get(path)
         if found is None:
-            found = self._absolute_paths[path] = os.path.abspath(path)
+            found = self._absolute_paths[path] = _absolute(path, self._cwd)
         return found
 
     def _shard_path(self, shard: int) -> Path:
@@ -396,6 +397,15 @@ class Cache:
                 f"cannot write the cache in {self.folder}: {error.strerror or error} "
                 "(linting works without it; --no-cache silences this)"
             )
+
+
+def _absolute(path: str, cwd: str) -> str:
+    """``os.path.abspath(path)`` in ``cwd``, sparing the normalisation of paths that need
+    none (those the walk of a folder yields)."""
+    joined = path if os.path.isabs(path) else f"{cwd}{os.sep}{path}"
+    if os.sep != "/" or "//" in joined or "/." in joined or joined.endswith("/"):
+        return os.path.normpath(joined)
+    return joined
 
 
 def _findings_in(blob: bytes) -> list[Any] | None:

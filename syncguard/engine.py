@@ -107,11 +107,11 @@ def lint_files(
             paths, settings, sources or {}, jobs, cache, progress
         )
         linted = [unit for unit in units if not unit.error and not unit.ignored]
-        run_key = shape_key = None
-        if cache is not None:
-            run_key = _run_key(linted, hot_settings, run_scope, digest_of)
-            shape_key = _run_key(linted, hot_settings, run_scope, shape_of)
+        run_key = _run_key(linted, hot_settings, run_scope, digest_of) if cache else None
         findings = cache.findings(run_key) if cache is not None and run_key else None
+        shape_key = None  # wanted only when the run's findings must be worked out or carried
+        if findings is None and run_key is not None:
+            shape_key = _run_key(linted, hot_settings, run_scope, shape_of)
         if findings is None and cache is not None and run_key and shape_key:
             findings = _moved_findings(cache, shape_key, linted)
             if findings is not None:  # kept for this state of the files too
