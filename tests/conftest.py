@@ -26,6 +26,16 @@ def run_cli(*args: str, cwd: Path | str | None = None) -> subprocess.CompletedPr
     )
 
 
+def package_tree(root: Path, modules: dict[str, str], monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A project at ``root`` with the package ``pkg`` of ``modules`` (name -> source, and an
+    empty ``__init__``), made the working directory."""
+    (root / "pkg").mkdir(parents=True)
+    for name, text in {"__init__": "", **modules}.items():
+        (root / "pkg" / f"{name}.py").write_text(text)
+    monkeypatch.chdir(root)
+    return root
+
+
 @pytest.fixture
 def cli():
     return run_cli

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import FIXTURES, run_cli
+from conftest import FIXTURES, package_tree, run_cli
 from syncguard import cache as cache_module
 from syncguard import engine as engine_module
 from syncguard.cache import Cache, codec_is_current, decode_facts, encode_facts
@@ -38,14 +38,8 @@ def packs(folder: Path, kind: str = "facts") -> list[Path]:
 
 @pytest.fixture
 def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    root = tmp_path / "project"
-    (root / "pkg").mkdir(parents=True)
-    (root / "pkg" / "__init__.py").write_text("")
-    (root / "pkg" / "hot.py").write_text(HOT)
-    (root / "pkg" / "model.py").write_text(HELPER)
-    (root / "pkg" / "util.py").write_text(UTIL)
-    monkeypatch.chdir(root)
-    return root
+    modules = {"hot": HOT, "model": HELPER, "util": UTIL}
+    return package_tree(tmp_path / "project", modules, monkeypatch)
 
 
 def test_the_codec_knows_every_field_of_the_facts() -> None:

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from conftest import package_tree
 from syncguard import project as project_module
 from syncguard.engine import lint_files
 from syncguard.facts import Span, Step
@@ -30,13 +31,7 @@ UTIL = (
 
 @pytest.fixture
 def tree(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    root = tmp_path / "project"
-    (root / "pkg").mkdir(parents=True)
-    (root / "pkg" / "__init__.py").write_text("")
-    (root / "pkg" / "model.py").write_text(MODEL)
-    (root / "pkg" / "util.py").write_text(UTIL)
-    monkeypatch.chdir(root)
-    return root
+    return package_tree(tmp_path / "project", {"model": MODEL, "util": UTIL}, monkeypatch)
 
 
 def phase_runs(monkeypatch: pytest.MonkeyPatch) -> list[int]:

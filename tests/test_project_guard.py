@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import run_cli
+from conftest import package_tree, run_cli
 from syncguard.cache import Cache, content_key, decode_facts, encode_facts
 from syncguard.discovery import module_name
 from syncguard.engine import build_project, lint_files
@@ -26,12 +26,8 @@ OTHER = (
 
 @pytest.fixture
 def tree(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    root = tmp_path / "project"
-    (root / "pkg").mkdir(parents=True)
-    for name, text in (("__init__", ""), ("model", MODEL), ("util", UTIL), ("other", OTHER)):
-        (root / "pkg" / f"{name}.py").write_text(text)
-    monkeypatch.chdir(root)
-    return root
+    modules = {"model": MODEL, "util": UTIL, "other": OTHER}
+    return package_tree(tmp_path / "project", modules, monkeypatch)
 
 
 def spoil_cached_facts(folder: Path, path: str) -> None:
