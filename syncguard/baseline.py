@@ -22,9 +22,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from syncguard.facts import source_lines
 from syncguard.project import Finding
-from syncguard.reading import Unreadable, read_source
+from syncguard.reading import lines_or_empty
 from syncguard.workspace import relative_to
 
 FORMAT = "syncguard-baseline"
@@ -85,11 +84,7 @@ class _Texts:
     def span_text(self, finding: Finding) -> str:
         lines = self.lines.get(finding.path)
         if lines is None:
-            try:
-                lines = source_lines(read_source(finding.path))
-            except Unreadable:
-                lines = []
-            self.lines[finding.path] = lines
+            lines = self.lines[finding.path] = lines_or_empty(finding.path)
         span = finding.span
         if not 0 < span.line <= span.end_line <= len(lines):
             return ""

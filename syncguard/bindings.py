@@ -131,6 +131,7 @@ class Bindings:
         self._by_name_memo: dict[str, list[FunctionId]] | None = None
         self._values_memo: dict[tuple[str, str | None, tuple], frozenset[tuple]] = {}
         self._registered_memo: dict[tuple[str, str], frozenset[tuple]] | None = None
+        self._class_names_memo: dict[str, list[ClassId]] | None = None
         self.by_path = {file.path: file for file in files}
         # Each file's module as the tree imports it: a package below a folder without an
         # ``__init__.py`` (a namespace package, ``outer/core/``) is named ``core`` by its
@@ -446,7 +447,10 @@ class Bindings:
             return frozenset().union(*(self.values(path, context, part) for part in expr[1:]))
         if kind in ("exact", "sub"):
             cid = self.resolve_class(path, expr[1])
-            return frozenset({("instance", cid, kind == "exact")}) if cid else frozenset()
+            found_classes = [cid] if cid is not None else self.provided_classes(path, expr[1])
+            return frozenset(("instance", each, kind == "exact") for each in found_classes)
+        if kind == "member":
+            return self._member_values(path, context, expr[1], expr[2])
         if kind == "box":
             inner = self.values(path, context, expr[1])
             return frozenset({("box", inner)}) if inner else frozenset()
@@ -475,6 +479,52 @@ class Bindings:
                         found |= self.values(fid[0], fid[1], returns)
             return frozenset(found)
         return frozenset()
+
+    def provided_classes(self, path: str, name: str) -> list[ClassId]:
+        """The classes ``name`` (as written in the file at ``path``) may mean when it names a
+        package of the tree that does not define it: a package that fills its namespace at
+        import time (plugins found by a loop over its modules, one per device) provides
+        the classes of that name in its own modules, whichever one the loop picks."""
+        file = self.by_path[path]
+        head, _, tail = name.partition(".")
+        imported = file.facts.imports.get(head)
+        dotted = f"{imported}.{tail}" if imported and tail else imported or name
+        package, _, last = dotted.rpartition(".")
+        provider = self._module_file(package, file.root) if package else None
+        if provider is None or not provider.path.endswith("__init__.py"):
+            return []
+        facts = provider.facts
+        if last in facts.classes or last in facts.functions or last in facts.imports:
+            return []  # it does say what the name is: unresolved for another reason
+        if self._class_names_memo is None:
+            self._class_names_memo = {}
+            for each in sorted(self.files, key=lambda f: f.path):
+                for qualname in each.facts.classes:
+                    self._class_names_memo.setdefault(qualname, []).append((each.path, qualname))
+        below = f"{package}."
+        return [
+            cid
+            for cid in self._class_names_memo.get(last, ())
+            if self.module_names[cid[0]].startswith(below)
+        ]
+
+    def _member_values(
+        self, path: str, context: str | None, owner: tuple, name: str
+    ) -> frozenset[tuple]:
+        """The methods attribute ``name`` of a value of ``owner`` names: a static method of
+        a class the value is, or a bound one of an instance. (What an instance's attributes
+        hold is left out: ``head.quant_method`` of a layer may be any of the quantisation
+        methods its class is ever given, far more than the one this layer holds.)"""
+        found: set[tuple] = set()
+        for token in self.values(path, context, owner):
+            if token[0] == "class" or (token[0] == "instance" and token[2]):
+                methods = [self.method(token[1], name)]
+            elif token[0] == "instance":
+                methods = list(self.dispatch(token[1], name, exact=False))
+            else:
+                continue
+            found.update(("function", fid) for fid in methods if fid is not None)
+        return frozenset(found)
 
     def _registered(self) -> dict[tuple[str, str], frozenset[tuple]]:
         """(file, module-level name) -> the functions and classes that a registration

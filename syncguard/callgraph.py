@@ -95,7 +95,10 @@ class CallGraph:
                 callee[2]
             )
         if kind == "value":
-            return self._called(bindings.values(path, fid[1], callee[1]))
+            held = bindings.values(path, fid[1], callee[1])
+            if call.indirect:  # a reference handed on: only the functions it holds run
+                held = frozenset(token for token in held if token[0] == "function")
+            return self._called(held)
         owner = bindings.owner_class(fid) if kind in ("self", "attr") else None
         if owner is None:
             return ()

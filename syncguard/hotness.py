@@ -122,6 +122,11 @@ class Hotness:
         patterns = self.settings.cold_functions
         return bool(patterns) and matches(self.bindings.qualified(fid), patterns) is not None
 
+    def cold_or_test(self, fid: FunctionId) -> bool:
+        """True for cold code and for test code: neither says what per-step callers pass
+        (a test calls a model's ``forward`` with CPU tensors)."""
+        return self.is_cold(fid) or _test_module(self.bindings.module_names[fid[0]])
+
     def _setup_code(self, fid: FunctionId) -> bool:
         """True for code that prepares the steps (``compile_graphs``, ``setup``) or tests
         them: a loop in it is no step loop."""

@@ -14,9 +14,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from syncguard.facts import Fix, Span, source_lines
+from syncguard.facts import Fix, Span
 from syncguard.project import Finding
-from syncguard.reading import Unreadable, decode, read_bytes, read_source
+from syncguard.reading import Unreadable, decode, lines_or_empty, read_bytes, read_source
 from syncguard.suppression import comments, parse_comment
 
 if TYPE_CHECKING:
@@ -53,10 +53,7 @@ def noqa_fixes(findings: Sequence[Finding], reason: str | None = None) -> dict[s
         if finding.code.startswith("SG0"):
             continue
         if finding.path not in texts:
-            try:
-                texts[finding.path] = source_lines(read_source(finding.path))
-            except Unreadable:
-                texts[finding.path] = []
+            texts[finding.path] = lines_or_empty(finding.path)
         line = _target_line(finding, texts[finding.path])
         codes = wanted.setdefault(finding.path, {}).setdefault(line, [])
         if finding.code not in codes:

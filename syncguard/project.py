@@ -90,7 +90,7 @@ class Project:
         # What callers pass matters only where a root's own parameters reach a sync.
         on_host = host_parameters(
             graph,
-            hotness.is_cold,
+            hotness.cold_or_test,
             declared_host,
             (
                 fid

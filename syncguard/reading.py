@@ -11,7 +11,7 @@ import os
 import stat
 import tokenize
 
-from syncguard.facts import FileError
+from syncguard.facts import FileError, source_lines
 
 
 class Unreadable(Exception):
@@ -102,3 +102,12 @@ def position(data: bytes, offset: int) -> tuple[int, int]:
 def read_source(path: str) -> str:
     """The decoded text of the file at ``path``; raises Unreadable when impossible."""
     return decode(read_bytes(path))
+
+
+def lines_or_empty(path: str) -> list[str]:
+    """The lines of the file at ``path`` as findings number them, decoded as Python decodes
+    it; no lines when it cannot be read (code frames and baselines then show nothing)."""
+    try:
+        return source_lines(read_source(path))
+    except Unreadable:
+        return []

@@ -13,6 +13,8 @@ project phase (:mod:`syncguard.bindings`) resolves across files:
 * ``("items", T)``: the elements of the container ``T`` (``self.procs[i]``, a loop over it);
 * ``("box", T)``: a container of ``T`` (``[A(), B()]``, ``nn.ModuleList(...)``, a dict);
 * ``("func", callee)``: the function itself (``self.fwd = kernels.flash_fwd``);
+* ``("member", T, name)``: attribute ``name`` of a value of ``T`` (``ops.lamb`` of
+  ``ops = Builder().load()``): the method of that name of its class;
 * ``("union", T, ...)``: any of them.
 
 A class ``name`` is as written in the file or qualified through its imports (the project
@@ -176,7 +178,11 @@ class Receivers(Placement):
             if isinstance(node.value, ast.Name) and node.value.id == scope.self_name:
                 return ("attr", node.attr)
             callee = self.callee_of(node) if self.qualified_name(node) is not None else None
-            return ("func", callee) if callee is not None else None
+            if callee is not None:
+                return ("func", callee)
+            owner = self.type_of(node.value)
+            # ``ops.multi_tensor_lion`` of ``ops = Builder().load()``: a member of what it is.
+            return ("member", owner, node.attr) if owner is not None else None
         if isinstance(node, ast.Call):
             return self._call_type(node)
         if isinstance(node, ast.Subscript):
@@ -288,6 +294,8 @@ class Receivers(Placement):
             for part in held[1:] if held is not None and held[0] == "union" else (held,):
                 if part is not None and part[0] == "attr" and part[1] in self.method_names:
                     callee = ("self", part[1])  # self.method, bound
+                elif part is not None and part[0] == "attr" and self._holds_function(part[1]):
+                    callee = ("value", part)  # self.op = ops.kernel: the kernel
                 elif part is not None and part[0] == "func":
                     callee = part[1]
                 else:
@@ -296,6 +304,14 @@ class Receivers(Placement):
                 if not last.rpartition(".")[2][:1].isupper():  # a class is no callback
                     found.append(callee)
         return found
+
+    def _holds_function(self, attribute: str) -> bool:
+        """True when the class being walked gives ``self.<attribute>`` a function or a
+        member of another value (a kernel of a loaded module), not only objects."""
+        owner = self.scope.facts.class_name
+        held = self.attribute_values.get(owner, {}).get(attribute) if owner else None
+        parts = held[1:] if held is not None and held[0] == "union" else (held,)
+        return any(part is not None and part[0] in ("func", "member") for part in parts)
 
     def registers_into(self, target: ast.expr, value: ast.expr) -> str | None:
         """``REGISTRY[name] = fn`` in a function, ``REGISTRY`` a module-level name and

@@ -12,8 +12,9 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TextIO
 
-from syncguard.facts import Edit, Fix, source_lines
+from syncguard.facts import Edit, Fix
 from syncguard.project import Finding
+from syncguard.reading import lines_or_empty
 from syncguard.rule import Rule
 from syncguard.sarif import write_sarif
 
@@ -85,11 +86,7 @@ def finding_json(
 
 def _read_lines(path: str, cache: dict[str, list[str]]) -> list[str]:
     if path not in cache:
-        try:
-            with open(path, encoding="utf-8", errors="replace") as handle:
-                cache[path] = source_lines(handle.read())
-        except OSError:
-            cache[path] = []
+        cache[path] = lines_or_empty(path)
     return cache[path]
 
 

@@ -19,8 +19,8 @@ from rich.syntax import Syntax
 from rich.table import Table
 from rich.text import Text
 
-from syncguard.facts import source_lines
 from syncguard.project import Finding
+from syncguard.reading import lines_or_empty
 from syncguard.reporting import frames, hot_note, statistics
 from syncguard.rule import Rule
 
@@ -52,11 +52,7 @@ class _Highlighter:
 
     def line(self, path: str, number: int, plain: str) -> Text:
         if path not in self.files:
-            try:
-                with open(path, encoding="utf-8", errors="replace") as handle:
-                    code = "\n".join(source_lines(handle.read()))
-            except OSError:
-                code = ""
+            code = "\n".join(lines_or_empty(path))
             syntax = Syntax(code, "python", theme="ansi_dark", background_color="default")
             self.files[path] = list(syntax.highlight(code).split("\n", allow_blank=True))
         lines = self.files[path]

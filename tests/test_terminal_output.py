@@ -183,3 +183,16 @@ def test_display_decision(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("FORCE_COLOR", "0")
     monkeypatch.setenv("TERM", "dumb")
     assert display(Terminal()).rich is False
+
+
+@pytest.mark.parametrize("terminal", [False, True], ids=["pipe", "terminal"])
+def test_code_frames_decode_the_file_as_python_does(run, tmp_path: Path, terminal: bool) -> None:
+    source = (
+        "# -*- coding: latin-1 -*-\nimport torch\n\n\n@torch.compile\ndef step(x):\n"
+        "    return x.sum().item()  # r\xe9sum\xe9\n"
+    )
+    path = tmp_path / "latin1_step.py"
+    path.write_bytes(source.encode("latin-1"))
+    shown = ANSI.sub("", run(terminal, "check", str(path), "--output-format", "full", "--no-cache"))
+    assert "SG101" in shown
+    assert "return x.sum().item()  # r\xe9sum\xe9" in shown
