@@ -220,7 +220,7 @@ def _project(
 
     Where the calls of unchanged files resolve, and which of their functions are hot
     roots by their class or the settings, come from the cache while no file's
-    interface (see :func:`syncguard.cache.interface_digest`) and no setting changed;
+    interface (see :func:`syncguard.codec.interface_digest`) and no setting changed;
     the other files' are worked out here, and kept for the next run. Calls into
     modules outside ``tree`` (default: those of ``linted``) are dropped."""
     keep_call = TreeCallFilter(tree if tree is not None else {unit.module for unit in linted})

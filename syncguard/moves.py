@@ -35,7 +35,7 @@ LineMap = dict[int, int]
 
 
 def split_lines(plain: tuple[Any, ...]) -> tuple[tuple[Any, ...], list[int]]:
-    """The encoded facts ``plain`` (see :func:`syncguard.cache.encode_facts`) with their
+    """The encoded facts ``plain`` (see :func:`syncguard.codec.encode_facts`) with their
     line numbers set to 0, and those line numbers in order."""
     if plain[0] != "facts":
         return plain, []  # an error, or facts the compact codec could not write

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import FIXTURES, package_tree, run_cli
+from conftest import FIXTURES, run_cli
 from syncguard import cache as cache_module
 from syncguard import engine as engine_module
 from syncguard.cache import Cache, codec_is_current, decode_facts, encode_facts
@@ -37,9 +37,8 @@ def packs(folder: Path, kind: str = "facts") -> list[Path]:
 
 
 @pytest.fixture
-def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    modules = {"hot": HOT, "model": HELPER, "util": UTIL}
-    return package_tree(tmp_path / "project", modules, monkeypatch)
+def project(package_tree: Callable[[dict[str, str]], Path]) -> Path:
+    return package_tree({"hot": HOT, "model": HELPER, "util": UTIL})
 
 
 def test_the_codec_knows_every_field_of_the_facts() -> None:

@@ -3,11 +3,11 @@ project phase run again: the same findings as a run without the cache."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
-from conftest import package_tree
 from syncguard import project as project_module
 from syncguard.engine import lint_files
 from syncguard.facts import Span, Step
@@ -30,8 +30,8 @@ UTIL = (
 
 
 @pytest.fixture
-def tree(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    return package_tree(tmp_path / "project", {"model": MODEL, "util": UTIL}, monkeypatch)
+def tree(package_tree: Callable[[dict[str, str]], Path]) -> Path:
+    return package_tree({"model": MODEL, "util": UTIL})
 
 
 def phase_runs(monkeypatch: pytest.MonkeyPatch) -> list[int]:

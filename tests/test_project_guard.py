@@ -3,11 +3,12 @@ a located internal error, the others their findings."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
-from conftest import package_tree, run_cli
+from conftest import run_cli
 from syncguard.cache import Cache, content_key, decode_facts, encode_facts
 from syncguard.discovery import module_name
 from syncguard.engine import build_project, lint_files
@@ -25,9 +26,8 @@ OTHER = (
 
 
 @pytest.fixture
-def tree(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    modules = {"model": MODEL, "util": UTIL, "other": OTHER}
-    return package_tree(tmp_path / "project", modules, monkeypatch)
+def tree(package_tree: Callable[[dict[str, str]], Path]) -> Path:
+    return package_tree({"model": MODEL, "util": UTIL, "other": OTHER})
 
 
 def spoil_cached_facts(folder: Path, path: str) -> None:
