@@ -20,14 +20,12 @@ stored with it. Packs are written atomically (a temporary
 file, then ``os.replace``) and carry a checksum: a corrupt, truncated or foreign
 pack is ignored and rebuilt.
 
-Facts travel as nested tuples of plain values (see :func:`encode_facts`):
-``marshal`` loads those far faster than ``pickle`` loads frozen dataclasses,
-which matters both for a warm run and for results coming back from worker
-processes. Each encoding starts with a digest of the file's *interface* (what
-resolving other files' calls reads of it): while no interface changes, where an
-unchanged file's calls resolve is read back instead of worked out again. A digest
-of the facts follows: the project phase's results are kept by the digests of
-every file's facts, so an edit that changes no fact (a comment) reuses them.
+Facts are encoded by :mod:`syncguard.codec`. While no file's *interface* changes,
+where an unchanged file's calls resolve is read back instead of worked out again.
+The project phase's results are kept by the digests of every file's facts, so an
+edit that changes no fact (a comment) reuses them, and by the digests of their
+shapes, so an edit that only moves lines carries them over (see
+:mod:`syncguard.moves`).
 """
 
 from __future__ import annotations
@@ -40,28 +38,49 @@ import pickle
 import sys
 import tempfile
 import zlib
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import fields
+from collections.abc import Iterable
 from functools import cache
 from pathlib import Path
 from typing import Any
 
 from syncguard._version import __version__
-from syncguard.facts import (
-    CallSite,
-    ClassFacts,
-    FileError,
-    FileFacts,
-    Fix,
-    FunctionFacts,
-    Loop,
-    Site,
-    Span,
+from syncguard.codec import (
+    DIGEST_SIZE,
+    CallFilter,
+    Payload,
+    codec_is_current,
+    decode_facts,
+    digest_of,
+    encode_facts,
+    interface_digest,
+    interface_of,
+    lines_in,
+    prune_calls,
+    shape_of,
 )
-from syncguard.values import Place, Value
+
+__all__ = [
+    "DIGEST_SIZE",
+    "Cache",
+    "CallFilter",
+    "KnownFile",
+    "Payload",
+    "Stamp",
+    "codec_is_current",
+    "content_key",
+    "decode_facts",
+    "digest_of",
+    "encode_facts",
+    "interface_digest",
+    "interface_of",
+    "lines_in",
+    "prune_calls",
+    "shape_of",
+    "stamp_of",
+]  # fmt: skip
 
 CACHE_FOLDER = ".syncguard_cache"
-FORMAT = 6
+FORMAT = 7
 _MAGIC = b"syncguard-cache\n"
 _CHECKSUM_SIZE = 16
 _CACHEDIR_TAG = (
@@ -73,13 +92,10 @@ _KEPT_FINGERPRINTS = 3  # packs of older syncguard versions kept (several instal
 _KEPT_RUNS = 4  # results of distinct runs kept (e.g. `check .` and a pre-commit file list)
 SHARDS = 16  # facts packs per fingerprint: an edit rewrites one, not all of them
 _KEPT_CALL_GRAPHS = 2  # resolved calls of distinct sets of files (a tree, a file list)
-DIGEST_SIZE = 16  # bytes of each of the two digests that start an encoding
 # A file changed less than this long before it was read gets no stamp: a second write
 # within the file system's timestamp granularity could leave size and times alike.
 _RACY_NS = 2_000_000_000
 
-# A file's facts, encoded by :func:`encode_facts`.
-Payload = bytes
 # Where the calls of one file resolve: for each function with calls that do, its
 # qualname, the positions of those calls in the encoded facts and their callees.
 ResolvedCalls = tuple[tuple[str, tuple[int, ...], tuple[tuple[tuple[str, str], ...], ...]], ...]
@@ -90,9 +106,6 @@ KnownFile = tuple[bytes, ResolvedCalls, dict[str, str]]
 # What identifies a file's content without reading it: size, mtime, ctime, inode, and
 # the module name and package flag of its content key (see :func:`stamp_of`).
 Stamp = tuple[int, int, int, int, str, bool]
-# Decides from a call's callee whether to keep the call (the engine drops calls
-# that cannot resolve in the linted tree).
-CallFilter = Callable[[tuple], bool]
 
 
 # ---------------------------------------------------------------- fingerprint
@@ -133,302 +146,6 @@ def content_key(data: bytes, module: str, is_package: bool) -> bytes:
     digest = hashlib.sha256(data)
     digest.update(f"\0{module}\0{is_package}".encode())
     return digest.digest()[:16]
-
-
-# ---------------------------------------------------------------------- codec
-
-# The fields the codec below knows; if facts.py gains a field, the codec falls
-# back to pickle (correct but slower) until it is taught the new field.
-_KNOWN_FIELDS: dict[type, tuple[str, ...]] = {
-    FileFacts: (
-        "module", "imports", "functions", "classes", "compiled", "records", "globals",
-        "registrars",
-    ),
-    FunctionFacts: (
-        "qualname", "line", "class_name", "params", "kind", "decorators", "marker", "sites",
-        "calls", "literal_defaults", "returns", "loops", "steps", "host_result",
-        "result_sources", "part_sources",
-    ),
-    ClassFacts: (
-        "qualname", "line", "bases", "attribute_types", "init_parameters", "host_fields",
-        "attribute_values", "decorators",
-    ),
-    CallSite: (
-        "callee", "span", "statement", "args", "kwargs", "in_loop", "requires", "spread",
-        "forwards_kwargs", "once", "indirect", "spread_parts",
-    ),
-    Loop: ("line", "end_line", "flags"),
-    Site: (
-        "code", "span", "statement", "message", "suggestion", "value", "in_loop", "fix",
-        "requires",
-    ),
-    Fix: ("applicability", "description", "codemod", "span", "arguments"),
-    Span: ("line", "column", "end_line", "end_column"),
-    Value: ("place", "params", "tags"),
-    FileError: ("line", "column", "message"),
-}  # fmt: skip
-
-
-def codec_is_current() -> bool:
-    """True when the compact codec knows every field of the fact classes."""
-    return all(tuple(f.name for f in fields(cls)) == names for cls, names in _KNOWN_FIELDS.items())
-
-
-_COMPACT = codec_is_current()
-
-
-def _span(span: Span) -> tuple[int, int, int, int]:
-    return (span.line, span.column, span.end_line, span.end_column)
-
-
-def _fix(fix: Fix | None) -> tuple[Any, ...] | None:
-    if fix is None:
-        return None
-    return (fix.applicability, fix.description, fix.codemod, _span(fix.span), fix.arguments)
-
-
-def encode_facts(outcome: FileFacts | FileError) -> Payload:
-    """``outcome`` as bytes: its interface digest, a digest of the rest, then nested
-    tuples of plain values, marshalled."""
-    body = marshal.dumps(_plain(outcome))
-    digest = hashlib.blake2b(body, digest_size=DIGEST_SIZE).digest()
-    return interface_digest(outcome) + digest + body
-
-
-def interface_digest(outcome: FileFacts | FileError) -> bytes:
-    """A hash of what resolving calls reads of a file besides its own calls (see
-    :meth:`CallGraph.resolve_call <syncguard.callgraph.CallGraph.resolve_call>`): its
-    module, imports, the names of its functions with what they return and how they are
-    decorated, its classes with their bases, attributes and decorators, what its
-    module-level names hold and the registries its functions fill. The order of
-    functions and their lines are left out: moving code inside a file changes no other
-    file's calls."""
-    if isinstance(outcome, FileError):
-        return bytes(DIGEST_SIZE)
-    interface = (
-        outcome.module,
-        sorted(outcome.imports.items()),
-        sorted(
-            (name, f.returns, f.decorators, f.host_result, f.result_sources, f.part_sources)
-            if f.returns or f.decorators or f.host_result
-            else (name,)
-            for name, f in outcome.functions.items()
-        ),
-        sorted(
-            (name, c.bases, sorted(c.attribute_types.items()), sorted(c.attribute_values.items()),
-             c.decorators)
-            for name, c in outcome.classes.items()
-        ),
-        sorted(outcome.globals.items()),
-        sorted(outcome.registrars.items()),
-    )  # fmt: skip
-    return hashlib.blake2b(repr(interface).encode(), digest_size=DIGEST_SIZE).digest()
-
-
-def interface_of(encoded: Payload) -> bytes:
-    """The interface digest of facts encoded by :func:`encode_facts`."""
-    return encoded[:DIGEST_SIZE]
-
-
-def digest_of(encoded: Payload) -> bytes:
-    """A digest of the facts encoded by :func:`encode_facts`: equal digests, equal facts
-    (files whose edits change no fact, e.g. a comment, keep it)."""
-    return encoded[DIGEST_SIZE : 2 * DIGEST_SIZE]
-
-
-def _plain(outcome: FileFacts | FileError) -> tuple[Any, ...]:
-    if isinstance(outcome, FileError):
-        return ("error", outcome.line, outcome.column, outcome.message)
-    if not _COMPACT:
-        return ("pickle", pickle.dumps(outcome, pickle.HIGHEST_PROTOCOL))
-    values: dict[Value, int] = {}
-    arguments: dict[tuple[int, ...], int] = {}  # tuples of value indices, shared by calls
-    keywords: dict[tuple[tuple[str, int], ...], int] = {}
-
-    def index(table: dict[Any, int], item: Any) -> int:
-        found = table.get(item)
-        if found is None:
-            found = table[item] = len(table)
-        return found
-
-    functions = []
-    for function in outcome.functions.values():
-        sites = tuple(
-            (site.code, _span(site.span), site.statement, site.message, site.suggestion,
-             index(values, site.value), site.in_loop, _fix(site.fix), site.requires)
-            for site in function.sites
-        )  # fmt: skip
-        calls = tuple(
-            (call.callee, _span(call.span), call.statement,
-             index(arguments, tuple(index(values, arg) for arg in call.args)),
-             index(keywords, tuple((name, index(values, arg)) for name, arg in call.kwargs)),
-             call.in_loop, call.requires, call.spread, call.forwards_kwargs, call.once,
-             call.indirect, None if call.spread_parts is None else index(values, call.spread_parts))
-            for call in function.calls
-        )  # fmt: skip
-        loops = tuple(
-            (loop.line, loop.end_line, tuple(sorted(loop.flags))) for loop in function.loops
-        )
-        functions.append(
-            (function.qualname, function.line, function.class_name, function.params,
-             function.kind, function.decorators, function.marker, sites, calls,
-             function.literal_defaults, function.returns, loops, function.steps,
-             function.host_result, function.result_sources, function.part_sources)
-        )  # fmt: skip
-    classes = tuple(
-        (
-            c.qualname,
-            c.line,
-            c.bases,
-            c.attribute_types,
-            c.init_parameters,
-            tuple(sorted(c.host_fields)),
-            c.attribute_values,
-            c.decorators,
-        )
-        for c in outcome.classes.values()
-    )
-    table = tuple(
-        (int(value.place), tuple(sorted(value.params)), tuple(sorted(value.tags)))
-        for value in values
-    )
-    records = pickle.dumps(outcome.records, pickle.HIGHEST_PROTOCOL) if outcome.records else None
-    return (
-        "facts", outcome.module, outcome.imports, tuple(functions), classes,
-        tuple(outcome.compiled), table, tuple(arguments), tuple(keywords), records,
-        outcome.globals, outcome.registrars,
-    )  # fmt: skip
-
-
-def _decode_fix(data: tuple[Any, ...] | None) -> Fix | None:
-    if data is None:
-        return None
-    applicability, description, codemod, span, arguments = data
-    return Fix(applicability, description, codemod, Span(*span), tuple(arguments))
-
-
-def decode_facts(
-    encoded: Payload,
-    keep_call: CallFilter | None = None,
-    *,
-    only_calls: Mapping[str, Sequence[int]] | None = None,
-    positions: dict[str, list[int]] | None = None,
-) -> FileFacts | FileError:
-    """The facts ``encoded`` by :func:`encode_facts`, without the calls ``keep_call``
-    rejects; raises on bad data.
-
-    ``only_calls`` (qualname -> positions in the encoding) decodes those calls alone
-    instead; ``positions``, when given, receives the positions of the calls kept."""
-    if len(encoded) < 2 * DIGEST_SIZE:
-        raise ValueError("truncated facts")
-    payload = marshal.loads(memoryview(encoded)[2 * DIGEST_SIZE :])
-    kind = payload[0]
-    if kind == "error":
-        return FileError(payload[1], payload[2], payload[3])
-    if kind == "pickle":
-        facts = pickle.loads(payload[1])
-        if not isinstance(facts, FileFacts):
-            raise TypeError("not a FileFacts")
-        if only_calls is not None:
-            for qualname, function in facts.functions.items():
-                at = only_calls.get(qualname, ())
-                function.calls = [function.calls[index] for index in at]
-        elif keep_call is not None or positions is not None:
-            prune_calls(facts, keep_call or _keep_every_call, positions)
-        return facts
-    if kind != "facts":
-        raise ValueError(f"unknown payload kind {kind!r}")
-    (_, module, imports, encoded_functions, encoded_classes, compiled, table, argument_table,
-     keyword_table, records, globals_, registrars) = payload  # fmt: skip
-    values = [_VALUES.get(entry) or _value(entry) for entry in table]
-    arguments = [tuple([values[i] for i in entry]) for entry in argument_table]
-    keywords = [tuple([(name, values[i]) for name, i in entry]) for entry in keyword_table]
-    functions: dict[str, FunctionFacts] = {}
-    for function in encoded_functions:
-        (qualname, line, class_name, params, kind_, decorators, marker, sites, calls,
-         literal_defaults, returns, loops, steps, host_result, result_sources, part_sources
-         ) = function  # fmt: skip
-        if only_calls is not None:
-            wanted = only_calls.get(qualname)
-            calls = [calls[index] for index in wanted] if wanted else ()
-        elif positions is not None:
-            kept = [
-                index for index, call in enumerate(calls) if keep_call is None or keep_call(call[0])
-            ]
-            positions[qualname] = kept
-            calls = [calls[index] for index in kept]
-        elif keep_call is not None:
-            calls = [call for call in calls if keep_call(call[0])]
-        # (Most functions have neither: spare building comprehensions for them.)
-        functions[qualname] = FunctionFacts(
-            qualname, line, class_name, params, kind_, decorators, marker,
-            [
-                Site(code, Span(*span), statement, message, suggestion, values[value],
-                     in_loop, _decode_fix(fix), requires)
-                for code, span, statement, message, suggestion, value, in_loop, fix, requires
-                in sites
-            ] if sites else [],
-            [
-                CallSite(callee, Span(*span), statement, arguments[args], keywords[kwargs],
-                         in_loop, requires, spread, forwards, once, indirect,
-                         None if parts is None else values[parts])
-                for callee, span, statement, args, kwargs, in_loop, requires, spread, forwards,
-                once, indirect, parts in calls
-            ] if calls else [],
-            literal_defaults,
-            returns,
-            tuple(
-                Loop(line_, end, frozenset(flags)) for line_, end, flags in loops
-            ) if loops else (),
-            steps,
-            host_result,
-            result_sources,
-            part_sources,
-        )  # fmt: skip
-    classes = {
-        qualname: ClassFacts(
-            qualname, line, bases, attribute_types, init_parameters, frozenset(host_fields),
-            attribute_values, class_decorators,
-        )
-        for qualname, line, bases, attribute_types, init_parameters, host_fields,
-        attribute_values, class_decorators in encoded_classes
-    }  # fmt: skip
-    return FileFacts(
-        module,
-        imports,
-        functions,
-        classes,
-        list(compiled),
-        pickle.loads(records) if records is not None else {},
-        globals_,
-        registrars,
-    )
-
-
-def _keep_every_call(callee: tuple) -> bool:
-    return True
-
-
-# Values decoded so far: a few dozen distinct ones serve every file (they are immutable).
-_VALUES: dict[tuple[int, tuple[str, ...], tuple[str, ...]], Value] = {}
-
-
-def _value(entry: tuple[int, tuple[str, ...], tuple[str, ...]]) -> Value:
-    place, params, tags = entry
-    value = _VALUES[entry] = Value(Place(place), frozenset(params), frozenset(tags))
-    return value
-
-
-def prune_calls(
-    facts: FileFacts, keep_call: CallFilter, positions: dict[str, list[int]] | None = None
-) -> None:
-    """Drop from ``facts`` the calls ``keep_call`` rejects; ``positions``, when given,
-    receives the former positions of the calls kept."""
-    for qualname, function in facts.functions.items():
-        kept = [index for index, call in enumerate(function.calls) if keep_call(call.callee)]
-        function.calls = [function.calls[index] for index in kept]
-        if positions is not None:
-            positions[qualname] = kept
 
 
 # ---------------------------------------------------------------------- packs
@@ -496,15 +213,16 @@ class Cache:
             for shard in range(SHARDS)
         ]
         self._dirty: set[int] = set()
-        self._runs: dict[bytes, bytes] | None = None
+        self._runs: dict[bytes, tuple[bytes, bytes, bytes]] | None = None
         self._resolved: dict[bytes, dict[str, KnownFile]] = {}
         self._absolute_paths: dict[str, str] = {}
+        self._cwd = os.getcwd()
 
     def _absolute(self, path: str) -> str:
         """``os.path.abspath(path)``, worked out once per path (asked several times a run)."""
         found = self._absolute_paths.get(path)
         if found is None:
-            found = self._absolute_paths[path] = os.path.abspath(path)
+            found = self._absolute_paths[path] = _absolute(path, self._cwd)
         return found
 
     def _shard_path(self, shard: int) -> Path:
@@ -561,26 +279,49 @@ class Cache:
 
     def findings(self, run_key: bytes) -> list[Any] | None:
         """The project-phase findings of an identical earlier run, if kept."""
-        if self._runs is None:
-            self._runs = _read_pack(self._runs_path)
-        blob = self._runs.get(run_key)
-        if not isinstance(blob, bytes):
-            return None
-        try:
-            findings = pickle.loads(blob)
-        except Exception:
-            return None
-        return findings if isinstance(findings, list) else None
+        entry = self._run_entries().get(run_key)
+        return _findings_in(entry[0]) if entry is not None else None
 
-    def store_findings(self, run_key: bytes, findings: list[Any]) -> None:
-        """Keep the findings of this run (and those of a few recent other runs)."""
-        if self._runs is None:
-            self._runs = _read_pack(self._runs_path)
-        runs = {k: v for k, v in self._runs.items() if k != run_key}
+    def moved_findings(self, shape_key: bytes) -> tuple[bytes, list[Any]] | None:
+        """The facts digests (joined) and the findings of an earlier run over files of the
+        same shapes (see :mod:`syncguard.moves`), if kept."""
+        for blob, shape, digests in self._run_entries().values():
+            findings = _findings_in(blob) if shape == shape_key else None
+            if findings is not None:
+                return digests, findings
+        return None
+
+    def store_findings(
+        self, run_key: bytes, findings: list[Any], shape_key: bytes = b"", digests: bytes = b""
+    ) -> None:
+        """Keep the findings of this run, with the shape key and the facts digests of its
+        files (and those of a few recent other runs)."""
+        runs = {  # an earlier run of the same shapes is superseded by this one
+            key: entry
+            for key, entry in self._run_entries().items()
+            if key != run_key and not (shape_key and entry[1] == shape_key)
+        }
         kept = dict(list(runs.items())[-(_KEPT_RUNS - 1) :]) if _KEPT_RUNS > 1 else {}
-        kept[run_key] = pickle.dumps(findings, pickle.HIGHEST_PROTOCOL)
+        kept[run_key] = (pickle.dumps(findings, pickle.HIGHEST_PROTOCOL), shape_key, digests)
         self._runs = kept
         self._save(self._runs_path, kept)
+
+    def _run_entries(self) -> dict[bytes, tuple[bytes, bytes, bytes]]:
+        if self._runs is None:
+            self._runs = {
+                key: entry
+                for key, entry in _read_pack(self._runs_path).items()
+                if isinstance(entry, tuple)
+                and len(entry) == 3
+                and all(isinstance(part, bytes) for part in entry)
+            }
+        return self._runs
+
+    def previous(self, path: str) -> Payload | None:
+        """The encoded facts stored for the file at ``path``, whatever its content was."""
+        absolute = self._absolute(path)
+        entry = self._shards[shard_of(absolute)].get(absolute)
+        return entry[3] if entry is not None and isinstance(entry[3], bytes) else None
 
     def known_files(self, interface_key: bytes) -> dict[str, KnownFile]:
         """Per file path: what an earlier run over files whose interfaces (and the
@@ -624,15 +365,6 @@ class Cache:
             return None
         return interface_of(entry[3])
 
-    def facts_digest(self, path: str) -> bytes | None:
-        """The :func:`digest_of` the facts stored for the file at ``path``, whatever its
-        content was then; None if none are."""
-        absolute = self._absolute(path)
-        entry = self._shards[shard_of(absolute)].get(absolute)
-        if entry is None or not isinstance(entry[3], bytes):
-            return None
-        return digest_of(entry[3])
-
     def drop_known_files(self) -> None:
         """Let go of what :meth:`known_files` read (large, and no longer needed)."""
         self._resolved.clear()
@@ -665,6 +397,23 @@ class Cache:
                 f"cannot write the cache in {self.folder}: {error.strerror or error} "
                 "(linting works without it; --no-cache silences this)"
             )
+
+
+def _absolute(path: str, cwd: str) -> str:
+    """``os.path.abspath(path)`` in ``cwd``, sparing the normalisation of paths that need
+    none (those the walk of a folder yields)."""
+    joined = path if os.path.isabs(path) else f"{cwd}{os.sep}{path}"
+    if os.sep != "/" or "//" in joined or "/." in joined or joined.endswith("/"):
+        return os.path.normpath(joined)
+    return joined
+
+
+def _findings_in(blob: bytes) -> list[Any] | None:
+    try:
+        findings = pickle.loads(blob)
+    except Exception:
+        return None
+    return findings if isinstance(findings, list) else None
 
 
 def shard_of(path: str) -> int:

@@ -203,7 +203,11 @@ def _explain(args: argparse.Namespace, settings: Settings) -> int:
     if not path or not line.isdigit():
         return _error(f"--explain needs PATH:LINE, got {args.explain!r}")
     project, result = build_project(
-        args.paths, settings=settings, cache_dir=_cache_dir(args, settings), jobs=_jobs(args.jobs)
+        args.paths,
+        settings=settings,
+        cache_dir=_cache_dir(args, settings),
+        jobs=_jobs(args.jobs),
+        scope="hot",  # what explain asks
     )
     for problem in result.problems:
         sys.stderr.write(f"{problem}\n")

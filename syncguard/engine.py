@@ -1,30 +1,25 @@
 """The lint engine: discover files, analyse each one, run the project phase, filter.
 
-``analyze_source`` is the per-file phase (pure: same input, same facts);
-``lint_files`` drives a whole run. The engine knows rules only through the
-registry in :mod:`syncguard.rules`.
+:mod:`syncguard.perfile` is the per-file phase; ``lint_files`` drives a whole
+run. The engine knows rules only through the registry in :mod:`syncguard.rules`.
 """
 
 from __future__ import annotations
 
-import ast
 import contextlib
 import functools
 import gc
 import hashlib
-import marshal
 import os
-import select
-import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from syncguard.analysis import FileAnalyzer
 from syncguard.bindings import TreeCallFilter
 from syncguard.cache import (
+    DIGEST_SIZE,
     Cache,
     CallFilter,
     KnownFile,
@@ -33,21 +28,33 @@ from syncguard.cache import (
     content_key,
     decode_facts,
     digest_of,
-    encode_facts,
     interface_of,
+    lines_in,
     prune_calls,
+    shape_of,
     stamp_of,
 )
 from syncguard.config import Settings
 from syncguard.discovery import discover, has_init_file, module_name
 from syncguard.facts import FileError, FileFacts
 from syncguard.hygiene import reported
-from syncguard.parsing import parse, with_deep_stack
+from syncguard.moves import LineMap, carry, line_map
+from syncguard.perfile import (
+    Task,
+    analyse_aside,
+    analyse_bytes,
+    analyse_text,
+    analyze_path,
+    analyze_source,
+    encoded,
+    pool_map,
+)
 from syncguard.project import Finding, FunctionId, HotSettings, Project, SourceFile, root_of
-from syncguard.reading import Unreadable, decode, read_bytes, read_source
+from syncguard.reading import Unreadable, read_bytes
 from syncguard.rule import Rule
 from syncguard.rules import all_rules
-from syncguard.suppression import ignores_file
+
+__all__ = ["LintResult", "Problem", "analyze_path", "analyze_source", "build_project", "lint_files"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,45 +79,6 @@ class LintResult:
     files: int = 0
     rules: dict[str, type[Rule]] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)  # e.g. a cache that cannot be written
-
-
-def analyze_source(
-    source: str, module: str, is_package: bool, rules: Sequence[Rule]
-) -> FileFacts | FileError:
-    """The per-file phase for one source text."""
-    try:
-        tree = parse(source)
-    except SyntaxError as error:
-        return FileError(error.lineno or 1, error.offset or 1, f"syntax error: {error.msg}")
-    except (ValueError, MemoryError, RecursionError) as error:
-        return FileError(1, 1, f"cannot parse: {error}")
-    assert isinstance(tree, ast.Module)
-
-    def analyse() -> FileFacts:
-        return FileAnalyzer(tree, source, module, is_package, rules).analyze()
-
-    try:
-        try:
-            return analyse()
-        except RecursionError:  # an expression nested deeper than the default stack allows
-            return with_deep_stack(analyse)
-    except RecursionError:
-        return FileError(1, 1, "too deeply nested to analyse")
-    except Exception as error:  # a syncguard bug: say where, and lint the other files
-        name = type(error).__name__
-        return FileError(
-            1, 1, f"internal error while analysing: {name}: {error} (please report this)"
-        )
-
-
-def analyze_path(path: str, rules: Sequence[Rule]) -> tuple[FileFacts | FileError, str | None]:
-    """Facts (or a located error) for the file at ``path``, and its source text."""
-    try:
-        source = read_source(path)
-    except Unreadable as unreadable:
-        return unreadable.error, None
-    module, is_package = module_name(path)
-    return analyze_source(source, module, is_package, rules), source
 
 
 def lint_files(
@@ -139,15 +107,26 @@ def lint_files(
             paths, settings, sources or {}, jobs, cache, progress
         )
         linted = [unit for unit in units if not unit.error and not unit.ignored]
-        run_key = _run_key(linted, hot_settings, run_scope) if cache is not None else None
+        run_key = _run_key(linted, hot_settings, run_scope, digest_of) if cache else None
         findings = cache.findings(run_key) if cache is not None and run_key else None
+        shape_key = None  # wanted only when the run's findings must be worked out or carried
+        if findings is None and run_key is not None:
+            shape_key = _run_key(linted, hot_settings, run_scope, shape_of)
+        if findings is None and cache is not None and run_key and shape_key:
+            findings = _moved_findings(cache, shape_key, linted)
+            if findings is not None:  # kept for this state of the files too
+                cache.store_findings(run_key, findings, shape_key, _digests(linted))
         if findings is None:
-            project, known, interface_key = _project(linted, rules, cache, hot_settings)
-            findings = project.findings(run_scope)
-            if cache is not None and interface_key is not None:
-                _keep_known_files(cache, interface_key, known, linted, project)
-            if cache is not None and run_key is not None:
-                cache.store_findings(run_key, findings)
+            try:
+                project, known, interface_key = _project(linted, rules, cache, hot_settings)
+                findings = project.findings(run_scope)
+            except Exception:  # a syncguard bug: say on which file, lint the rest
+                findings = _isolated(linted, rules, hot_settings, run_scope, result)[1]
+            else:
+                if cache is not None and interface_key is not None:
+                    _keep_known_files(cache, interface_key, known, linted, project)
+                if cache is not None and run_key is not None:
+                    cache.store_findings(run_key, findings, shape_key or b"", _digests(linted))
         for unit in units:  # let the facts go before the collector resumes
             unit.outcome = unit.targets = unit.roots = unit.positions = None
         if cache is not None:
@@ -171,16 +150,23 @@ def build_project(
     settings: Settings | None = None,
     cache_dir: str | os.PathLike[str] | None = None,
     jobs: int = 1,
+    scope: str | None = None,
 ) -> tuple[Project, LintResult]:
     """The project phase's passes over ``paths``, ready to be asked (what ``--explain``
     and the presets in force read), and the run's problems (in a result without
-    findings). Facts come from the cache at ``cache_dir`` when it has them."""
+    findings). Facts come from the cache at ``cache_dir`` when it has them. With
+    ``scope``, the project's findings in that scope are worked out here (and kept)."""
     settings = settings or Settings()
     cache = Cache(Path(cache_dir)) if cache_dir is not None else None
     with _gc_paused():
         result, units, rules, hot_settings = _analysed(paths, settings, {}, jobs, cache, None)
         linted = [unit for unit in units if not unit.error and not unit.ignored]
-        project, _, _ = _project(linted, rules, cache, hot_settings)
+        try:
+            project, _, _ = _project(linted, rules, cache, hot_settings)
+            if scope is not None:
+                project.findings(scope)
+        except Exception:  # a syncguard bug: say on which file, ask of the rest
+            project = _isolated(linted, rules, hot_settings, scope, result)[0]
     if cache is not None:
         cache.save(unit.path for unit in units if unit.key is not None)
     return project, result
@@ -227,15 +213,17 @@ def _project(
     rules: Sequence[Rule],
     cache: Cache | None,
     hot_settings: HotSettings,
+    tree: set[str] | None = None,
 ) -> tuple[Project, Mapping[str, KnownFile], bytes | None]:
     """The project phase over the facts of ``linted`` (decoded here), with what the
     cache knew of where calls resolve and the interface key it knew it under.
 
     Where the calls of unchanged files resolve, and which of their functions are hot
     roots by their class or the settings, come from the cache while no file's
-    interface (see :func:`syncguard.cache.interface_digest`) and no setting changed;
-    the other files' are worked out here, and kept for the next run."""
-    keep_call = TreeCallFilter({unit.module for unit in linted})
+    interface (see :func:`syncguard.codec.interface_digest`) and no setting changed;
+    the other files' are worked out here, and kept for the next run. Calls into
+    modules outside ``tree`` (default: those of ``linted``) are dropped."""
+    keep_call = TreeCallFilter(tree if tree is not None else {unit.module for unit in linted})
     interface_key = _interface_key(linted, _interface, hot_settings) if cache is not None else None
     known = cache.known_files(interface_key) if cache and interface_key else {}
     roots: dict[tuple[str, int], str] = {}  # (folder, package depth) -> import root
@@ -262,6 +250,44 @@ def _project(
         rules,
     )
     return project, known, interface_key
+
+
+def _isolated(
+    linted: Sequence[_Unit],
+    rules: Sequence[Rule],
+    hot_settings: HotSettings,
+    scope: str | None,
+    result: LintResult,
+) -> tuple[Project, list[Finding]]:
+    """After the project phase failed: the project (and its findings in ``scope``, if
+    given) of the files it works with. A file on which it fails alone gets a located
+    internal error in ``result``; the others are linted together again."""
+    tree = {unit.module for unit in linted}
+
+    def phase(units: Sequence[_Unit]) -> tuple[Project, list[Finding]] | Exception:
+        for unit in units:  # decoded again: the failed run may have left them half-done
+            if unit.payload is not None:
+                unit.outcome = unit.targets = unit.roots = unit.positions = None
+                unit.pruned = False
+        try:
+            project, _, _ = _project(units, rules, None, hot_settings, tree)
+            return project, project.findings(scope) if scope is not None else []
+        except Exception as failure:
+            return failure
+
+    failing: dict[str, Exception] = {}
+    for unit in linted:
+        alone = phase([unit])
+        if isinstance(alone, Exception):
+            failing[unit.path] = alone
+    rest = phase([unit for unit in linted if unit.path not in failing])
+    if isinstance(rest, Exception):  # not one file's facts alone: say so, unlocated
+        failing["."] = rest
+        rest = (_project([], rules, None, hot_settings)[0], [])
+    for path, found in failing.items():
+        message = f"internal error in the project phase: {type(found).__name__}: {found}"
+        result.problems.append(Problem(path, 1, 1, f"{message} (please report this)"))
+    return rest
 
 
 def _interface(unit: _Unit) -> bytes | None:
@@ -371,6 +397,7 @@ class _Unit:
     targets_key: bytes | None = None
     # Otherwise, once pruned: where each call kept was among the function's calls.
     positions: dict[str, list[int]] | None = None
+    previous: Payload | None = None  # the facts cached before it was analysed again
 
 
 def _per_file_phase(
@@ -391,7 +418,9 @@ def _per_file_phase(
         units.append(unit)
         if path in sources:
             unit.text = sources[path]
-            unit.ignored, unit.outcome = _analyse_text(unit.text, unit, rules)
+            unit.ignored, unit.outcome = analyse_text(
+                unit.text, unit.module, unit.is_package, rules
+            )
             unit.error = isinstance(unit.outcome, FileError)
             continue
         if cache is not None:
@@ -423,6 +452,7 @@ def _per_file_phase(
         nonlocal done
         unit.data, unit.ignored, unit.error = None, ignored, failed
         if cache is not None and unit.key is not None and unit.payload is not None:
+            unit.previous = cache.previous(unit.path)
             cache.store(unit.path, unit.key, ignored, failed, unit.payload, unit.stamp)
         done += 1
         if progress is not None:
@@ -458,7 +488,7 @@ def _per_file_phase(
     workers = min(jobs, len(pending)) if jobs > 1 and size >= POOL_MIN_BYTES else 0
     if workers == 1 and cache is not None:
         (unit,) = pending
-        aside = _analyse_aside(unit, rules, cache.facts_digest(unit.path), decode_cached)
+        aside = analyse_aside(_task(unit), rules, cache.previous(unit.path), decode_cached)
         if aside is not None:
             unit.payload = aside[2]
             finished(unit, aside[0], aside[1])
@@ -470,7 +500,9 @@ def _per_file_phase(
 
         try:
             for unit, (ignored, failed, payload) in zip(
-                pending, _pool_map(workers, pending, decode_cached), strict=True
+                pending,
+                pool_map(workers, [_task(unit) for unit in pending], decode_cached),
+                strict=True,
             ):
                 if payload is not None:  # None: facts that only this process can hold
                     unit.payload = payload
@@ -480,11 +512,16 @@ def _per_file_phase(
     for unit in pending:
         if unit.data is None:
             continue
-        ignored, unit.outcome = _analyse_bytes(unit.data, unit, rules)
+        ignored, unit.outcome = analyse_bytes(unit.data, unit.module, unit.is_package, rules)
         if cache is not None:
-            unit.payload = _encoded(unit.outcome)
+            unit.payload = encoded(unit.outcome)
         finished(unit, ignored, isinstance(unit.outcome, FileError))
     return units
+
+
+def _task(unit: _Unit) -> Task:
+    assert unit.data is not None  # still to analyse
+    return (unit.path, unit.data, unit.module, unit.is_package)
 
 
 def _module_names(files: Sequence[str]) -> list[tuple[str, bool]]:
@@ -504,32 +541,6 @@ def _module_names(files: Sequence[str]) -> list[tuple[str, bool]]:
         else:
             names.append((f"{package}.{stem}" if package else stem, False))
     return names
-
-
-def _analyse_text(
-    source: str, unit: _Unit, rules: Sequence[Rule]
-) -> tuple[bool, FileFacts | FileError]:
-    """(ignore-file flag, facts) of ``source`` as the module of ``unit``."""
-    outcome = analyze_source(source, unit.module, unit.is_package, rules)
-    return not isinstance(outcome, FileError) and ignores_file(source), outcome
-
-
-def _analyse_bytes(
-    data: bytes, unit: _Unit, rules: Sequence[Rule]
-) -> tuple[bool, FileFacts | FileError]:
-    try:
-        source = decode(data)
-    except Unreadable as unreadable:
-        return False, unreadable.error
-    return _analyse_text(source, unit, rules)
-
-
-def _encoded(outcome: FileFacts | FileError) -> Payload | None:
-    """``outcome`` encoded for the cache or a pipe; None when it cannot be (odd records)."""
-    try:
-        return encode_facts(outcome)
-    except Exception:
-        return None
 
 
 def _outcome(
@@ -554,117 +565,57 @@ def _outcome(
         return outcome
 
 
-def _run_key(linted: Sequence[_Unit], hot_settings: HotSettings, scope: str) -> bytes | None:
+def _run_key(
+    linted: Sequence[_Unit],
+    hot_settings: HotSettings,
+    scope: str,
+    facts_digest: Callable[[Payload], bytes],
+) -> bytes | None:
     """What decides the project phase's result: every linted file's path, package flag
-    and facts (by their digest), the hot-path settings and the scope; None when some
-    input is not a file on disk or has no encoded facts."""
+    and facts (by ``facts_digest``: :func:`digest_of`, or :func:`shape_of` for the key
+    of runs whose findings may be carried over moved lines), the hot-path settings and
+    the scope; None when some input is not a file on disk or has no encoded facts."""
     digest = hashlib.blake2b(repr((hot_settings, scope)).encode(), digest_size=16)
     for unit in linted:
         if unit.key is None or unit.payload is None:
             return None
         digest.update(f"{unit.path}\0{unit.is_package}\0".encode("utf-8", "surrogateescape"))
-        digest.update(digest_of(unit.payload))
+        digest.update(facts_digest(unit.payload))
     return digest.digest()
 
 
-def _analyse_aside(
-    unit: _Unit,
-    rules: Sequence[Rule],
-    digest_before: bytes | None,
-    meanwhile: Callable[[Callable[[], bool]], None],
-) -> tuple[bool, bool, Payload] | None:
-    """(ignore-file flag, error flag, encoded facts) of ``unit``, analysed in a forked
-    child while this process runs ``meanwhile(unchanged)``: ``unchanged()`` is true
-    once the child is done and its facts have ``digest_before``. None when no child
-    could do it (no fork here, another thread running, facts it cannot encode)."""
-    if not hasattr(os, "fork") or threading.active_count() != 1 or unit.data is None:
+def _digests(linted: Sequence[_Unit]) -> bytes:
+    """The facts digests of ``linted`` joined (each has encoded facts: see :func:`_run_key`)."""
+    return b"".join(digest_of(unit.payload) for unit in linted if unit.payload is not None)
+
+
+def _moved_findings(
+    cache: Cache, shape_key: bytes, linted: Sequence[_Unit]
+) -> list[Finding] | None:
+    """The findings of an earlier run over files of the shapes of ``linted``, carried
+    over to the lines they moved to (see :mod:`syncguard.moves`); None when there are
+    none or their lines cannot be mapped."""
+    found = cache.moved_findings(shape_key)
+    if found is None or len(found[0]) != DIGEST_SIZE * len(linted):
         return None
-    read_end, write_end = os.pipe()
-    try:
-        child = os.fork()
-    except OSError:
-        os.close(read_end)
-        os.close(write_end)
-        return None
-    if child == 0:  # pragma: no cover (runs in the child, which never returns)
-        status = 1
+    digests, findings = found
+    moved: dict[str, LineMap] = {}
+    for index, unit in enumerate(linted):
+        assert unit.payload is not None  # as the shape key says
+        before = digests[index * DIGEST_SIZE : (index + 1) * DIGEST_SIZE]
+        if digest_of(unit.payload) == before:
+            continue
+        old = unit.previous
+        if old is None or digest_of(old) != before:
+            return None  # the facts the findings were of are gone
         try:
-            os.close(read_end)
-            ignored, outcome = _analyse_bytes(unit.data, unit, rules)
-            payload = _encoded(outcome)
-            with os.fdopen(write_end, "wb") as stream:
-                stream.write(marshal.dumps((ignored, isinstance(outcome, FileError), payload)))
-            status = 0
-        finally:
-            os._exit(status)  # no clean-up of the parent's state in the child
-    os.close(write_end)
-    result: list[tuple[bool, bool, Payload] | None] = []
-
-    def collect() -> None:
-        chunks = []
-        with os.fdopen(read_end, "rb") as stream:
-            while chunk := stream.read():
-                chunks.append(chunk)
-        _, status = os.waitpid(child, 0)
-        found = None
-        with contextlib.suppress(Exception):
-            loaded = marshal.loads(b"".join(chunks))
-            if status == 0 and isinstance(loaded, tuple) and isinstance(loaded[2], bytes):
-                found = (bool(loaded[0]), bool(loaded[1]), loaded[2])
-        result.append(found)
-
-    def unchanged() -> bool:
-        if not result:
-            if not select.select([read_end], [], [], 0)[0]:
-                return False  # the child is still at work
-            collect()
-        found = result[0]
-        return found is not None and digest_of(found[2]) == digest_before
-
-    try:
-        meanwhile(unchanged)
-    finally:
-        if not result:
-            collect()
-    return result[0]
-
-
-_worker_rules: list[Rule] = []
-
-
-def _start_worker() -> None:
-    global _worker_rules
-    gc.disable()  # short-lived and acyclic: reference counting frees everything
-    _worker_rules = [rule_class() for rule_class in all_rules().values()]
-
-
-def _analyse_in_worker(
-    task: tuple[str, bytes, str, bool],
-) -> tuple[bool, bool, Payload | None]:
-    path, data, module, is_package = task
-    ignored, outcome = _analyse_bytes(data, _Unit(path, module, is_package), _worker_rules)
-    return ignored, isinstance(outcome, FileError), _encoded(outcome)
-
-
-def _pool_map(
-    workers: int, units: Sequence[_Unit], meanwhile: Callable[[], None]
-) -> Iterator[tuple[bool, bool, Payload | None]]:
-    """Analyse ``units`` in ``workers`` processes, results in order; this process runs
-    ``meanwhile()`` while they work."""
-    import multiprocessing as mp  # a tenth of a second of start-up: only where used
-    from concurrent.futures import ProcessPoolExecutor
-
-    tasks = [(unit.path, unit.data, unit.module, unit.is_package) for unit in units]
-    # fork is fast and safe while this process runs no other thread; else the default.
-    single_threaded = threading.active_count() == 1
-    method = "fork" if single_threaded and "fork" in mp.get_all_start_methods() else None
-    chunk = max(1, min(8, len(tasks) // (workers * 16)))
-    with ProcessPoolExecutor(
-        workers, mp_context=mp.get_context(method), initializer=_start_worker
-    ) as pool:
-        results = pool.map(_analyse_in_worker, tasks, chunksize=chunk)
-        meanwhile()
-        yield from results
+            mapping = line_map(lines_in(old), lines_in(unit.payload))
+        except Exception:  # an entry this version cannot read
+            return None
+        if mapping is None:
+            return None
+        moved[unit.path] = mapping
+    return carry(findings, moved)
 
 
 @contextmanager

@@ -58,6 +58,7 @@ class Project:
             (target for file in self.files for target in file.facts.imports.values()),
         )
         self.hotness = Hotness(self.graph, presets.apply(self.settings, self.presets))
+        self._findings: dict[str, list[Finding]] = {}
 
     def qualified(self, fid: FunctionId) -> str:
         return self.bindings.qualified(fid)
@@ -73,6 +74,13 @@ class Project:
         return self.hotness.declared_roots(path)
 
     def findings(self, scope: str = "hot") -> list[Finding]:
+        """The findings in ``scope`` ("hot" or "all"), worked out once per scope."""
+        found = self._findings.get(scope)
+        if found is None:
+            found = self._findings[scope] = self._worked_out(scope)
+        return list(found)
+
+    def _worked_out(self, scope: str) -> list[Finding]:
         graph, hotness = self.graph, self.hotness
         paths = hotness.hot_paths()
         hot = paths.hot

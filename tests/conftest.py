@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -24,6 +25,24 @@ def run_cli(*args: str, cwd: Path | str | None = None) -> subprocess.CompletedPr
         env=env,
         timeout=120,
     )
+
+
+@pytest.fixture
+def package_tree(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> Callable[[dict[str, str]], Path]:
+    """Makes a project with the package ``pkg`` of the given modules (name -> source, and
+    an empty ``__init__``) the working directory, and returns its folder."""
+
+    def make(modules: dict[str, str]) -> Path:
+        root = tmp_path / "project"
+        (root / "pkg").mkdir(parents=True)
+        for name, text in {"__init__": "", **modules}.items():
+            (root / "pkg" / f"{name}.py").write_text(text)
+        monkeypatch.chdir(root)
+        return root
+
+    return make
 
 
 @pytest.fixture

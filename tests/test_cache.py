@@ -37,19 +37,12 @@ def packs(folder: Path, kind: str = "facts") -> list[Path]:
 
 
 @pytest.fixture
-def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    root = tmp_path / "project"
-    (root / "pkg").mkdir(parents=True)
-    (root / "pkg" / "__init__.py").write_text("")
-    (root / "pkg" / "hot.py").write_text(HOT)
-    (root / "pkg" / "model.py").write_text(HELPER)
-    (root / "pkg" / "util.py").write_text(UTIL)
-    monkeypatch.chdir(root)
-    return root
+def project(package_tree: Callable[[dict[str, str]], Path]) -> Path:
+    return package_tree({"hot": HOT, "model": HELPER, "util": UTIL})
 
 
 def test_the_codec_knows_every_field_of_the_facts() -> None:
-    assert codec_is_current(), "a fact class gained a field: teach syncguard/cache.py about it"
+    assert codec_is_current(), "a fact class gained a field: teach syncguard/codec.py about it"
 
 
 def test_facts_survive_encoding_unchanged() -> None:

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from conftest import FIXTURES
-from syncguard import engine
+from syncguard import engine, perfile
 from syncguard.bindings import TreeCallFilter
 from syncguard.callgraph import CallGraph
 from syncguard.config import Settings
@@ -180,11 +180,12 @@ def test_worker_processes_return_the_facts_this_process_computes(tmp_path: Path)
         unit.data = Path(path).read_bytes()
         units.append(unit)
     rules = [rule_class() for rule_class in engine.all_rules().values()]
-    from_workers = list(engine._pool_map(2, units, lambda: None))
+    tasks = [(unit.path, unit.data, unit.module, unit.is_package) for unit in units]
+    from_workers = list(perfile.pool_map(2, tasks, lambda: None))
     assert len(from_workers) == len(units)
     for unit, (ignored, failed, payload) in zip(units, from_workers, strict=True):
         assert unit.data is not None and payload is not None
-        here_ignored, here = engine._analyse_bytes(unit.data, unit, rules)
+        here_ignored, here = perfile.analyse_bytes(unit.data, unit.module, unit.is_package, rules)
         assert (ignored, failed) == (here_ignored, isinstance(here, engine.FileError))
         assert engine.decode_facts(payload) == here
 
