@@ -89,3 +89,54 @@ def test_an_attribute_made_in_init_and_replaced_later_calls_both_objects() -> No
 def test_a_replacement_the_step_never_calls_is_not_reported() -> None:
     found = reported(_runner("self.sampler = Sampler()", "self.verifier, _ = custom"))
     assert _SYNC not in found
+
+
+def _handoff(guard: str) -> dict[str, str]:
+    """A runner whose step hands state to the next method: the loop stores it, ``sample``
+    returns early on ``guard`` and otherwise consumes and clears it."""
+    return {
+        "eng/__init__.py": "",
+        "eng/runner.py": f"""
+            import torch
+            from torch import nn
+
+            class Runner:
+                def __init__(self, model: nn.Module):
+                    self.model = model
+                    self.pending = None
+
+                def sample(self):
+                    {guard}
+                        return None
+                    hidden = self.pending
+                    self.pending = None
+                    return self.pick(hidden)
+
+                def pick(self, hidden):
+                    counts = torch.zeros(8, device="cuda")
+                    return hidden, counts.cpu()
+
+                def run(self, batches):
+                    for batch in batches:
+                        self.pending = self.model(batch)
+                        self.sample()
+            """,
+    }
+
+
+def _pick_reported(guard: str) -> bool:
+    files = _handoff(guard)
+    line = (
+        files["eng/runner.py"].splitlines().index("                    return hidden, counts.cpu()")
+    )
+    result = lint_tree(files)
+    assert result.problems == []
+    return ("eng/runner.py", line) in {(f.path, f.span.line) for f in result.findings}
+
+
+def test_code_past_an_early_return_on_missing_state_runs_every_step() -> None:
+    assert _pick_reported("if self.pending is None:")
+
+
+def test_code_past_an_early_return_on_filled_state_still_runs_once() -> None:
+    assert not _pick_reported("if self.pending is not None:")
