@@ -117,9 +117,9 @@ class CallGraph:
         if not targets:
             # ``self.fwd(q, k)``: an attribute that holds a function or an object; the
             # class ``__init__`` makes it from, and whatever else it is given.
-            found = self._submodule_call(path, class_name, method)
-            held = self._called(bindings.values(path, fid[1], ("attr", method)))
-            return _unique(((found,) if found is not None else ()) + held)
+            made = self._submodule_call(path, class_name, method)
+            given = self._called(bindings.values(path, fid[1], ("attr", method)))
+            return _unique([made, *given] if made is not None else given)
         return tuple(targets)
 
     def _named(self, method: str) -> tuple[FunctionId, ...]:
