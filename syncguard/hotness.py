@@ -120,7 +120,9 @@ class Hotness:
         if function.decorators and not _COLD_DECORATORS.isdisjoint(function.decorators):
             return True
         patterns = self.settings.cold_functions
-        return bool(patterns) and matches(self.bindings.qualified(fid), patterns) is not None
+        if patterns and matches(self.bindings.qualified(fid), patterns) is not None:
+            return True
+        return self._preprocessing(fid)  # built only by input processors: on the CPU
 
     def cold_or_test(self, fid: FunctionId) -> bool:
         """True for cold code and for test code: neither says what per-step callers pass

@@ -11,6 +11,7 @@ from contextlib import contextmanager
 from syncguard.conditions import (
     dotted_name,
 )
+from syncguard.devices import DevicePlacement
 from syncguard.facts import (
     MODULE_SCOPE,
 )
@@ -21,24 +22,15 @@ from syncguard.naming import (
     named_tags,
     names_config,
 )
-from syncguard.scope import AnalyzerState
 from syncguard.torch_api import (
-    BOOL_DTYPES,
     BOOL_METHODS,
     BUILTIN_NAMES,
-    DTYPE_WORDS,
     EXTERNAL_ROOTS,
-    FACTORIES,
-    GRAD_SCALERS,
     HOST_ATTRIBUTES,
     HOST_BUILTINS,
     HOST_METHODS,
     HOST_MODULES,
-    INDEX_DTYPES,
-    INDEX_FACTORIES,
     INDEX_METHODS,
-    LIKE_FACTORIES,
-    MODULE_STATE,
     NUMBER_BUILTINS,
     PASSTHROUGH_BUILTINS,
     PINNING_HELPER,
@@ -47,15 +39,12 @@ from syncguard.torch_api import (
     VIEW_METHODS,
     is_tensor,
     tensor_result,
-    torch_result_kind,
 )
 from syncguard.values import (
     BOOL,
     DEVICE,
     EVENT,
     FIELD_PREFIX,
-    FUSED,
-    GRAD_SCALER,
     HOST,
     INDEX,
     KEY_PREFIX,
@@ -92,7 +81,34 @@ def _merge(a: Value, b: Value) -> Value:
     return merged.with_tags(*tags) if tags else merged
 
 
-class Placement(AnalyzerState):
+def _joined(left: Value, right: Value) -> Value:
+    """``left`` and ``right`` combined by an operator: where the one that is not a host
+    value was read from is kept (``grid.prod(-1) // merge_size`` of a host item and a
+    host number is where that item lives)."""
+    result = join(left, right)
+    for one, other in ((left, right), (right, left)):
+        if other.on_host and one.provenance and not one.on_host:
+            return Value(result.place, result.params, one.provenance)
+    return result
+
+
+def _read_by_key(node: ast.Call, result: Value) -> Value:
+    """``result`` of a call that reads an item by its name (``data.get("grid_thw")``,
+    ``feature_tensor(item, "grid_thw")``: one string argument that is a name), tagged
+    with that name (see :data:`KEY_PREFIX`) where it may be device data."""
+    if result.on_host:
+        return result
+    keys = [
+        argument.value
+        for argument in node.args
+        if isinstance(argument, ast.Constant)
+        and isinstance(argument.value, str)
+        and argument.value.isidentifier()
+    ]
+    return result.with_tags(f"{KEY_PREFIX}{keys[0]}") if len(keys) == 1 else result
+
+
+class Placement(DevicePlacement):
     """Evaluates expressions to :class:`Value` in the current scope, and binds them."""
 
     def value(self, node: ast.expr) -> Value:
@@ -134,7 +150,7 @@ class Placement(AnalyzerState):
             return base
         if isinstance(node, ast.BinOp):
             left, right = self.value(node.left), self.value(node.right)
-            result = self._with_host_data((node.left, node.right), join(left, right))
+            result = self._with_host_data((node.left, node.right), _joined(left, right))
             if tensor_result(result, (left, right)):
                 result = result.with_tags(TENSOR)
             if isinstance(node.op, (ast.BitAnd, ast.BitOr, ast.BitXor)) and (
@@ -249,6 +265,9 @@ class Placement(AnalyzerState):
                 return known
         if is_host_name(attr):
             return as_named(attr, HOST)
+        held = self._submodule_attribute(base, attr)
+        if held is not None:
+            return held
         if self.qualified_name(node) is not None:
             return HOST  # torch.float32, np.pi, module.CONSTANT
         if isinstance(base, ast.Name):
@@ -272,6 +291,29 @@ class Placement(AnalyzerState):
             return as_named(attr, keyed)
         return as_named(attr, Value(base_value.place, base_value.params))
 
+    def _submodule_attribute(self, base: ast.expr, attr: str) -> Value | None:
+        """``self.visual.merge_size``, ``self.visual`` built in ``__init__`` from a class of
+        this module whose ``__init__`` gives ``merge_size`` a host value (a number, a
+        setting): that host value; None when the attribute may be anything."""
+        if not (
+            isinstance(base, ast.Attribute)
+            and isinstance(base.value, ast.Name)
+            and base.value.id == self.scope.self_name
+        ):
+            return None
+        owner = self.scope.facts.class_name
+        facts = self.classes.get(owner) if owner is not None else None
+        held = facts.attribute_types.get(base.attr) if facts is not None else None
+        if held is None or f"{self.scope.self_name}.{base.attr}" in self.scope.env:
+            return None  # unknown, or rebound in this function
+        held_facts = self.classes.get(held)
+        if held_facts is None or attr in held_facts.attribute_types:
+            return None  # not of this module, or an object (a submodule) of its own
+        found = self.class_attributes.get(held, {}).get(attr)
+        if found is None or not found.on_host or found.tags & {TENSOR, PINNED, PAGEABLE}:
+            return None
+        return found
+
     def _call_value(self, node: ast.Call) -> Value:
         func = node.func
         helper = func.id if isinstance(func, ast.Name) else getattr(func, "attr", "")
@@ -286,14 +328,15 @@ class Placement(AnalyzerState):
                 return HOST
             if root == "torch":
                 return self._constructed(node, rest, self._torch_call_value(node, rest))
-            return self._returned(qualified, self._derived_value(node))
+            return self._returned(qualified, _read_by_key(node, self._derived_value(node)))
         if isinstance(func, ast.Name):
             name = func.id
             result = self._device_result(name)
             if result is not None and name not in self.scope.env:
                 return self._returned(f"{self.module}.{name}", result)
             if name in self.module_defs and name not in self.scope.env:
-                found = self._returned(f"{self.module}.{name}", self._derived_value(node))
+                found = _read_by_key(node, self._derived_value(node))
+                found = self._returned(f"{self.module}.{name}", found)
                 kinds = self.result_kinds.get(name)
                 return found.with_tags(*kinds) if kinds else found
             if name in self.scope.env:
@@ -375,7 +418,14 @@ class Placement(AnalyzerState):
             if not isinstance(argument, ast.Constant) and not names_config(argument)
         ]
         data = [value for value in data if SCALAR not in value.tags]
-        return join(*data) if data else UNKNOWN
+        if not data:
+            return UNKNOWN
+        result = join(*data)
+        placed = [value for value in data if not value.on_host]
+        if len(placed) == 1:  # made from one value and host data: read where it was
+            keys = [tag for tag in placed[0].tags if tag.startswith(KEY_PREFIX)]
+            return result.with_tags(*keys) if keys else result
+        return result
 
     def _method_value(self, node: ast.Call, func: ast.Attribute) -> Value:
         method = func.attr
@@ -406,151 +456,16 @@ class Placement(AnalyzerState):
             # self.mlp(x), self.proj.forward(x), pipeline_config.embeds(batch): an object's
             # method (not a host tensor's) returns data where its arguments live.
             return self._derived_value(node)
-        return Value(receiver.place, receiver.params)
+        # A tensor's method computes where the tensor lives: ``grid.prod(-1)`` of an item
+        # read as ``inputs["grid_thw"]`` is host data when that item is.
+        result = Value(receiver.place, receiver.params, receiver.provenance)
+        return _read_by_key(node, result) if method in ("get", "pop") else result
 
     def _self_rooted(self, node: ast.expr) -> bool:
         """True for ``self`` and ``self.a.b[...]``: attributes of the object being defined."""
         while isinstance(node, (ast.Attribute, ast.Subscript)):
             node = node.value
         return isinstance(node, ast.Name) and node.id == self.scope.self_name
-
-    def _to_value(self, node: ast.Call, receiver: Value) -> Value:
-        target = self._keyword(node, "device")
-        if target is None and node.args:
-            target = node.args[0]
-        if target is None:
-            dtype = self._keyword(node, "dtype")
-            return self._with_dtype(receiver, dtype) if dtype is not None else receiver
-        if isinstance(target, ast.Constant) and isinstance(target.value, str):
-            return self._device_value(target)
-        qualified = self.qualified_name(target)
-        if qualified is not None and qualified.startswith("torch.") and qualified != "torch.device":
-            return self._with_dtype(receiver, target)  # a dtype such as torch.float32
-        if isinstance(target, ast.Call) and self.qualified_name(target.func) == "torch.device":
-            return self._device_value(target)
-        text = self.source(target).lower()
-        if "device" in text or "cuda" in text:
-            return DEVICE.with_tags(TENSOR)
-        if any(word in text for word in DTYPE_WORDS):
-            return receiver
-        return UNKNOWN
-
-    def _device_value(self, device: ast.expr) -> Value:
-        """The placement of a tensor created on ``device``."""
-        if isinstance(device, ast.Call) and device.args:
-            device = device.args[0]  # torch.device("cpu")
-        if isinstance(device, ast.Constant):
-            if device.value is None:
-                return UNKNOWN if self.scope.default_device else HOST.with_tags(TENSOR)
-            if isinstance(device.value, str) and device.value.startswith("cpu"):
-                return HOST.with_tags(TENSOR)
-            return DEVICE.with_tags(TENSOR)
-        text = self.source(device).lower()
-        if "cpu" in text:
-            return HOST.with_tags(TENSOR)
-        if (
-            isinstance(device, ast.Attribute)
-            and device.attr == "device"
-            and self._is_host_data(device.value)
-        ):
-            return HOST.with_tags(TENSOR)  # torch.full(n, v, device=host_tensor.device)
-        # A device named by a variable or a parameter (``device=x.device``, ``device=device``)
-        # is the accelerator the model runs on: callers pass ``x.device`` or ``self.device``,
-        # host values that name the device, so the caller's argument cannot decide.
-        return DEVICE.with_tags(TENSOR)
-
-    def _torch_call_value(self, node: ast.Call, function: str) -> Value:
-        name = function.rpartition(".")[2]
-        if function in MODULE_STATE:
-            return UNKNOWN.with_tags(TENSOR)
-        if function.startswith("nn.") and name[:1].isupper():
-            return UNKNOWN  # a module: its weights live wherever the model is moved
-        out = self._keyword(node, "out")
-        if out is not None:
-            return self.value(out)
-        if function in FACTORIES or function in LIKE_FACTORIES:
-            device = self._keyword(node, "device")
-            if device is not None:
-                value = self._device_value(device)
-            elif function in LIKE_FACTORIES and node.args:
-                value = self.value(node.args[0]).without_tags()
-            elif function == "from_numpy":
-                value = HOST
-            else:
-                value = UNKNOWN if self.scope.default_device else HOST
-            tags = {TENSOR}
-            pin_memory = self._keyword(node, "pin_memory")
-            if pin_memory is not None and not (
-                isinstance(pin_memory, ast.Constant) and not pin_memory.value
-            ):
-                # pin_memory=True, or a flag such as pin_memory=is_pin_memory_available():
-                # the author asks for pinned memory wherever the platform has it.
-                tags.add(PINNED)
-                value = HOST
-            elif value.on_host and function not in LIKE_FACTORIES:
-                tags.add(PAGEABLE)
-            dtype = self._keyword(node, "dtype")
-            if dtype is not None:
-                tags |= self._dtype_tags(dtype)
-            elif function in INDEX_FACTORIES:
-                tags.add(INDEX)
-            return Value(value.place, value.params, frozenset(tags))
-        if function.startswith(("cuda.", "distributed.", "backends.", "jit.", "compiler.")):
-            return HOST
-        if function in ("is_tensor", "numel", "get_default_dtype", "is_grad_enabled"):
-            return HOST
-        operands = [self.value(arg) for arg in node.args]
-        operands += [self.value(keyword.value) for keyword in node.keywords if keyword.arg]
-        result = join(*operands) if operands else HOST
-        if name in BOOL_METHODS or name in ("isin", "isclose"):
-            return result.with_tags(BOOL)
-        if result.on_host and name[:1].islower() and name not in ("device", "finfo", "iinfo"):
-            if any(OPAQUE in operand.tags for operand in operands):
-                return result.with_tags(TENSOR)  # maybe a view of what the list holds
-            return result.with_tags(PAGEABLE)  # a new host tensor in ordinary memory
-        return result
-
-    def _constructed(self, node: ast.Call, function: str, result: Value) -> Value:
-        """What ``torch.<function>(...)`` returns (:func:`torch_result_kind`), and what its
-        constructor call says of it: a gradient scaler, unless built for the CPU or with
-        ``enabled=False``; an object built with ``fused=True``."""
-        if function in GRAD_SCALERS:
-            device = node.args[0] if function.startswith("amp.") and node.args else None
-            device = self._keyword(node, "device") or device
-            enabled = self._keyword(node, "enabled")
-            on_cpu = isinstance(device, ast.Constant) and device.value == "cpu"
-            if on_cpu or (isinstance(enabled, ast.Constant) and enabled.value is False):
-                return HOST
-            return HOST.with_tags(GRAD_SCALER)
-        fused = self._keyword(node, "fused")
-        result = torch_result_kind(function, result)
-        if isinstance(fused, ast.Constant) and fused.value is True:
-            return result.with_tags(FUSED)
-        return result
-
-    def _asks_pinned(self, node: ast.Call) -> bool:
-        """A call passing ``pin_memory=`` something other than False: a helper such as
-        ``make_tensor_with_pad(..., pin_memory=PIN_MEMORY)`` building a pinned host tensor.
-        (torch factories are handled with their other arguments.)"""
-        flag = self._keyword(node, "pin_memory")
-        if flag is None or (isinstance(flag, ast.Constant) and not flag.value):
-            return False
-        qualified = self.qualified_name(node.func) or ""
-        return not qualified.startswith("torch.")
-
-    def _dtype_tags(self, dtype: ast.expr) -> frozenset[str]:
-        """Boolean and integer dtypes make masks and index tensors."""
-        qualified = self.qualified_name(dtype)
-        if qualified in BOOL_DTYPES:
-            return frozenset((BOOL,))
-        if qualified in INDEX_DTYPES:
-            return frozenset((INDEX,))
-        return frozenset()
-
-    def _with_dtype(self, value: Value, dtype: ast.expr) -> Value:
-        """``value`` converted to ``dtype`` (a conversion copies: pinned-ness is not kept)."""
-        kept = value.tags & {TENSOR}
-        return Value(value.place, value.params, kept | self._dtype_tags(dtype))
 
     def _merge_env(self, other: dict[str, Value]) -> None:
         env = self.scope.env

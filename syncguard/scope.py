@@ -6,7 +6,7 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass, field
 
-from syncguard.facts import FunctionFacts, Requirement, Span
+from syncguard.facts import ClassFacts, FunctionFacts, Requirement, Span
 from syncguard.values import Value
 
 
@@ -76,6 +76,7 @@ class AnalyzerState:
     host_fields: dict[str, frozenset[str]]
     host_records: set[str]
     class_attributes: dict[str, dict[str, Value]]  # self.attr placements from __init__
+    classes: dict[str, ClassFacts]  # the classes of the module walked so far
     # Functions (analysed so far, by qualified name) whose every return is device data,
     # and those whose every return is a tensor (its kind tags).
     device_results: dict[str, Value]

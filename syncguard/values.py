@@ -80,6 +80,13 @@ class Value:
             return self.tags
         return frozenset(t for t in self.tags if not t.startswith(_PROVENANCE))
 
+    @property
+    def provenance(self) -> frozenset[str]:
+        """The tags saying where the value was read from (see :meth:`placement`)."""
+        if not self.tags:
+            return self.tags
+        return frozenset(t for t in self.tags if t.startswith(_PROVENANCE))
+
     def with_tags(self, *tags: str) -> Value:
         return Value(self.place, self.params, self.tags | frozenset(tags))
 
