@@ -16,7 +16,7 @@ from collections.abc import Callable, Sequence
 
 from syncguard.bodies import (
     builds,
-    filled_attributes,
+    class_body,
     method_names,
     part_sources,
     used_as_tensors,
@@ -31,7 +31,6 @@ from syncguard.declarations import (
     class_annotation,
     declared_host_fields,
     init_attribute_types,
-    init_parameters,
     is_host_annotation,
 )
 from syncguard.facts import (
@@ -559,7 +558,8 @@ class FileAnalyzer(Walker):
         bases = tuple(self.qualified_name(base) or ast.unparse(base) for base in node.bases)
         attribute_types: dict[str, str] = {}
         attribute_values = self.attribute_values.setdefault(qualname, {})
-        self.filled_attributes[qualname] = filled_attributes(node)
+        shown = class_body(node)
+        self.filled_attributes[qualname] = shown.filled
         for statement in node.body:  # ``procs: list[Processor]`` declared in the class body
             if isinstance(statement, ast.AnnAssign) and isinstance(statement.target, ast.Name):
                 declared = annotation_type(statement.annotation)
@@ -570,7 +570,7 @@ class FileAnalyzer(Walker):
             node.lineno,
             bases,
             attribute_types,
-            init_parameters(node),
+            shown.init_parameters,
             self.host_fields.get(qualname, frozenset()),
             attribute_values,
             tuple(self._decorator_name(d) for d in node.decorator_list),

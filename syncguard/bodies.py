@@ -1,10 +1,13 @@
 """What a function's or a class's body shows at a glance, read before the per-file phase
 walks it: the methods of its classes, the attributes its methods fill, the parameters it
-uses as tensors, the parts of the tuples it returns, the calls that build objects."""
+uses as tensors, the parts of the tuples it returns, the calls that build objects. Each is
+one walk of the body, on a walk quicker than ``ast.walk`` (it skips contexts and operators)."""
 
 from __future__ import annotations
 
 import ast
+from collections.abc import Iterator
+from dataclasses import dataclass, field
 
 from syncguard.values import PYSEQ, Place, Value
 
@@ -55,10 +58,12 @@ def used_as_tensors(
     """Parameters of ``node`` (not known host data) that its body calls a tensor-only
     method on (``x.sum()``, ``x.cpu()``)."""
     found: set[str] = set()
+    if not any(v.place is Place.PARAM and PYSEQ not in v.tags for v in env.values()):
+        return found  # no parameter to find (a method of ``self`` alone)
     pending: list[ast.AST] = list(node.body)
     while pending:
         current = pending.pop()
-        if isinstance(current, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+        if isinstance(current, _SCOPES):
             continue  # a nested scope's own names
         if (
             isinstance(current, ast.Call)
@@ -70,38 +75,109 @@ def used_as_tensors(
             value = env.get(name)
             if value is not None and value.place is Place.PARAM and PYSEQ not in value.tags:
                 found.add(name)
-        pending.extend(ast.iter_child_nodes(current))
+        _push_children(current, pending)
     return found
 
 
-def filled_attributes(node: ast.ClassDef) -> set[str]:
-    """Attributes of ``self`` that the methods of a class store items into outside
-    ``__init__`` (``self.norms[i] = n``, ``self.cache.append(t)``)."""
-    found: set[str] = set()
+_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
+# Fields that hold only leaves no reader here asks for: load/store contexts and operators.
+_LEAF_FIELDS = frozenset({"ctx", "op", "ops"})
+_CHILD_FIELDS: dict[type, tuple[str, ...]] = {}
+
+
+def _push_children(node: ast.AST, pending: list[ast.AST]) -> None:
+    """Append the child nodes of ``node`` to ``pending`` (contexts and operators left out):
+    ``ast.iter_child_nodes`` without its two generators per node."""
+    kind = type(node)
+    fields = _CHILD_FIELDS.get(kind)
+    if fields is None:
+        fields = _CHILD_FIELDS[kind] = tuple(f for f in kind._fields if f not in _LEAF_FIELDS)
+    for name in fields:
+        child = getattr(node, name, None)
+        if type(child) is list:
+            pending.extend(item for item in child if isinstance(item, ast.AST))
+        elif isinstance(child, ast.AST):
+            pending.append(child)
+
+
+def walk(node: ast.AST) -> Iterator[ast.AST]:
+    """``node`` and every node below it, contexts and operators left out, in no set order."""
+    pending = [node]
+    while pending:
+        current = pending.pop()
+        yield current
+        _push_children(current, pending)
+
+
+@dataclass
+class ClassBody:
+    """What the methods of a class do with ``self``, from one walk of each method."""
+
+    # Attributes the methods store items into outside ``__init__`` (``self.norms[i] = n``,
+    # ``self.cache.append(t)``).
+    filled: set[str] = field(default_factory=set)
+    # ``self.attr = param`` made in ``__init__``, for attributes nothing else in the class
+    # assigns and parameters ``__init__`` never reassigns: what the constructor is given.
+    init_parameters: dict[str, str] = field(default_factory=dict)
+
+
+_FILLERS = frozenset({"append", "extend", "insert", "update", "setdefault"})
+
+
+def class_body(node: ast.ClassDef) -> ClassBody:
+    """The :class:`ClassBody` of ``node``."""
+    body = ClassBody()
+    stores: dict[str, int] = {}  # self attribute -> assignments anywhere in the class
+    from_init: dict[str, str] = {}
+    reassigned: set[str] = set()
+    parameters: set[str] = set()
     for method in node.body:
         if not isinstance(method, (ast.FunctionDef, ast.AsyncFunctionDef)) or not method.args.args:
             continue
-        if method.name == "__init__":
-            continue
         owner = method.args.args[0].arg
-        for child in ast.walk(method):
-            if isinstance(child, ast.Subscript) and isinstance(child.ctx, ast.Store):
-                stored = child.value
+        is_init = method.name == "__init__"
+        if is_init:
+            arguments = method.args
+            parameters = {a.arg for a in (*arguments.args[1:], *arguments.kwonlyargs)}
+        for child in walk(method):
+            if isinstance(child, ast.Name):
+                if is_init and isinstance(child.ctx, ast.Store):
+                    reassigned.add(child.id)
+            elif isinstance(child, ast.Attribute):
+                if isinstance(child.ctx, ast.Store) and _of(child.value, owner):
+                    stores[child.attr] = stores.get(child.attr, 0) + 1
+            elif isinstance(child, ast.Assign):
+                if is_init and isinstance(child.value, ast.Name):
+                    for target in child.targets:
+                        if isinstance(target, ast.Attribute) and _of(target.value, owner):
+                            from_init[target.attr] = child.value.id
+            elif is_init:
+                continue
+            elif isinstance(child, ast.Subscript):
+                if isinstance(child.ctx, ast.Store):
+                    _note_filled(child.value, owner, body.filled)
             elif (
                 isinstance(child, ast.Call)
                 and isinstance(child.func, ast.Attribute)
-                and child.func.attr in ("append", "extend", "insert", "update", "setdefault")
+                and child.func.attr in _FILLERS
             ):
-                stored = child.func.value
-            else:
-                continue
-            if (
-                isinstance(stored, ast.Attribute)
-                and isinstance(stored.value, ast.Name)
-                and stored.value.id == owner
-            ):
-                found.add(stored.attr)
-    return found
+                _note_filled(child.func.value, owner, body.filled)
+    body.init_parameters = {
+        attribute: parameter
+        for attribute, parameter in from_init.items()
+        if stores.get(attribute) == 1 and parameter in parameters - reassigned
+    }
+    return body
+
+
+def _of(node: ast.expr, owner: str) -> bool:
+    """True for the name ``owner`` (a method's ``self``)."""
+    return isinstance(node, ast.Name) and node.id == owner
+
+
+def _note_filled(stored: ast.expr, owner: str, filled: set[str]) -> None:
+    if isinstance(stored, ast.Attribute) and _of(stored.value, owner):
+        filled.add(stored.attr)
 
 
 def builds(callee: tuple) -> bool:

@@ -1,6 +1,6 @@
 """What declarations say, before any code runs: annotations that name host data, fields a
-class declares as host data (``lens: np.ndarray``, ``x: torch.Tensor  # CPU``), the flags
-``__init__`` stores from its parameters and the classes it assigns to attributes."""
+class declares as host data (``lens: np.ndarray``, ``x: torch.Tensor  # CPU``) and the
+classes ``__init__`` assigns to attributes."""
 
 from __future__ import annotations
 
@@ -56,46 +56,6 @@ _CONTAINERS = frozenset(
 _CPU_COMMENT = re.compile(r"#\s*(?:on\s+(?:the\s+)?)?CPU\b", re.IGNORECASE)
 SEQUENCE_ANNOTATION = re.compile(r"^(?:list|List|tuple|Tuple|Sequence)\b")
 TENSOR_ANNOTATION = re.compile(r"^(?:Optional\[)?(?:torch\.)?Tensor(?:\]|\s*\|\s*None)?$")
-
-
-def init_parameters(node: ast.ClassDef) -> dict[str, str]:
-    """``self.attr = param`` made in ``__init__``, for attributes nothing else in the class
-    assigns and parameters ``__init__`` never reassigns: what the constructor is given."""
-    stores: dict[str, int] = {}  # self attribute -> assignments anywhere in the class
-    from_init: dict[str, str] = {}
-    reassigned: set[str] = set()
-    parameters: set[str] = set()
-    for method in node.body:
-        if not isinstance(method, (ast.FunctionDef, ast.AsyncFunctionDef)) or not method.args.args:
-            continue
-        self_name = method.args.args[0].arg
-        is_init = method.name == "__init__"
-        if is_init:
-            arguments = method.args
-            parameters = {a.arg for a in (*arguments.args[1:], *arguments.kwonlyargs)}
-        for child in ast.walk(method):
-            if isinstance(child, ast.Name) and isinstance(child.ctx, ast.Store) and is_init:
-                reassigned.add(child.id)
-            elif (
-                isinstance(child, ast.Attribute)
-                and isinstance(child.ctx, ast.Store)
-                and isinstance(child.value, ast.Name)
-                and child.value.id == self_name
-            ):
-                stores[child.attr] = stores.get(child.attr, 0) + 1
-            elif is_init and isinstance(child, ast.Assign) and isinstance(child.value, ast.Name):
-                for target in child.targets:
-                    if (
-                        isinstance(target, ast.Attribute)
-                        and isinstance(target.value, ast.Name)
-                        and target.value.id == self_name
-                    ):
-                        from_init[target.attr] = child.value.id
-    return {
-        attribute: parameter
-        for attribute, parameter in from_init.items()
-        if stores.get(attribute) == 1 and parameter in parameters - reassigned
-    }
 
 
 def class_annotation(text: str) -> str:
