@@ -124,12 +124,16 @@ class AnalyzerState:
         return "\n".join([first, *middle, last])
 
     def qualified_name(self, node: ast.expr) -> str | None:
-        if isinstance(node, ast.Name):
-            return self.scope.imports.get(node.id) or self.imports.get(node.id)
-        if isinstance(node, ast.Attribute):
-            base = self.qualified_name(node.value)
-            return f"{base}.{node.attr}" if base else None
-        return None
+        attributes: list[str] = []  # ``a.b.c``: c, b (a loop, not a call per attribute)
+        while isinstance(node, ast.Attribute):
+            attributes.append(node.attr)
+            node = node.value
+        if not isinstance(node, ast.Name):
+            return None
+        base = self.scope.imports.get(node.id) or self.imports.get(node.id)
+        if not attributes:
+            return base
+        return ".".join([base, *reversed(attributes)]) if base else None
 
     @staticmethod
     def _keyword(node: ast.Call, name: str) -> ast.expr | None:

@@ -430,6 +430,7 @@ class Walker(Receivers, OnceChecks, ABC):
 
     def _expression(self, node: ast.expr) -> None:
         """Dispatch rules over ``node`` and its children; record calls."""
+        visited = self.visitors  # node types some rule visits: the others skip _dispatch
         stack: list[ast.AST] = [node]
         while stack:
             current = stack.pop()
@@ -442,7 +443,8 @@ class Walker(Receivers, OnceChecks, ABC):
                 continue
             if isinstance(current, (ast.BoolOp, ast.IfExp)) and self._guarded_operands(current):
                 continue
-            self._dispatch(current)
+            if type(current) in visited:
+                self._dispatch(current)
             if isinstance(current, ast.Call):
                 self._call(current)
             elif isinstance(current, ast.NamedExpr):
