@@ -213,3 +213,28 @@ def test_a_requests_multimodal_features_are_host_data_in_the_vllm_preset() -> No
 
     assert reported(tree("mm_features")) == []
     assert reported(tree("features")) == [("vllm/worker.py", 29, "SG101")]
+
+
+def test_the_branch_where_a_value_is_no_tensor_holds_a_python_value() -> None:
+    # ``float(alpha)`` where ``isinstance(alpha, torch.Tensor)`` failed converts a Python
+    # number; the tensor branch beside it still syncs, and is the one site reported.
+    source = """
+        import torch
+
+
+        def scale_residual(stream, alpha):
+            if isinstance(alpha, torch.Tensor):
+                scale = float(alpha.sum())
+            else:
+                scale = float(alpha)
+            return stream * scale
+
+
+        class Block(torch.nn.Module):
+            def forward(self, x):
+                return scale_residual(x, x.mean()) + scale_residual(x, 0.5)
+    """
+    result = lint_tree({"pkg/__init__.py": "", "pkg/block.py": source})
+    assert result.problems == []
+    assert [(f.span.line, f.code) for f in result.findings] == [(14, "SG104")]
+    assert "2 sites" not in result.findings[0].message
