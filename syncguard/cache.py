@@ -37,7 +37,6 @@ import marshal
 import os
 import pickle
 import sys
-import tempfile
 import zlib
 from collections.abc import Iterable
 from functools import cache
@@ -180,6 +179,8 @@ def _read_pack(path: Path) -> dict[Any, Any]:
 
 def _write_pack(path: Path, content: dict[Any, Any]) -> None:
     """Store ``content`` at ``path`` atomically; raises OSError."""
+    import tempfile  # ~10 ms of imports, and a run with nothing new to keep writes nothing
+
     body = marshal.dumps(content)
     checksum = _checksum(body)
     handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".tmp")
