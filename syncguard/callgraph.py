@@ -115,11 +115,11 @@ class CallGraph:
         if not targets and method == "__call__":
             targets = bindings.call_methods(owner, exact=False)
         if not targets:
-            found = self._submodule_call(path, class_name, method)
-            if found is not None:
-                return (found,)
-            # ``self.fwd(q, k)``: an attribute that holds a function or an object.
-            return self._called(bindings.values(path, fid[1], ("attr", method)))
+            # ``self.fwd(q, k)``: an attribute that holds a function or an object; the
+            # class ``__init__`` makes it from, and whatever else it is given.
+            made = self._submodule_call(path, class_name, method)
+            given = self._called(bindings.values(path, fid[1], ("attr", method)))
+            return _unique([made, *given] if made is not None else given)
         return tuple(targets)
 
     def _named(self, method: str) -> tuple[FunctionId, ...]:

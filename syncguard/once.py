@@ -21,6 +21,17 @@ _MUTATORS = frozenset(
 _COMPOUND = (ast.If, ast.For, ast.AsyncFor, ast.While, ast.Try, ast.Match)
 
 
+def _is_none_test(test: ast.expr) -> bool:
+    """``x is None`` alone."""
+    return (
+        isinstance(test, ast.Compare)
+        and len(test.ops) == 1
+        and isinstance(test.ops[0], ast.Is)
+        and isinstance(test.comparators[0], ast.Constant)
+        and test.comparators[0].value is None
+    )
+
+
 class OnceChecks(AnalyzerState):
     """Tests of the current scope that say a block runs once, not per step."""
 
@@ -66,6 +77,10 @@ class OnceChecks(AnalyzerState):
         """``if key in self._done: return`` (or ``if self._ready: return``) followed by code
         that fills the state it checks: that code runs once, not on every step."""
         if node.orelse or not rest or not isinstance(node.body[-1], ast.Return):
+            return False
+        if _is_none_test(node.test):
+            # ``if self.pending is None: return``: nothing to do yet. What follows runs
+            # whenever the state was handed over, and clearing it is no cache filled.
             return False
         tested = self._cache_checked(node.test, bare=True)
         return bool(tested) and self._fills(rest, tested)

@@ -254,6 +254,12 @@ class Receivers(Placement):
             self.bind_type(target.value, box(source))
         elif isinstance(target, ast.Starred):
             self.bind_type(target.value, source)
+        elif isinstance(target, (ast.Tuple, ast.List)):
+            # ``self.sampler, self.verifier = state.make_samplers()``: each target is one
+            # of the elements (which one is not kept); a starred one, a list of them.
+            for element in target.elts:
+                held = source if isinstance(element, ast.Starred) else items(source)
+                self.bind_type(element, held)
 
     def bind_element_types(self, target: ast.expr, iterable: ast.expr) -> None:
         """``for p in self.procs``, ``for i, p in enumerate(procs)``, ``for k, v in

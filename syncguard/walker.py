@@ -377,11 +377,17 @@ class Walker(Receivers, OnceChecks, ABC):
             scope.narrowed, scope.requires = narrowed, requires
 
     def _host_when(self, test: ast.expr, truth: bool) -> dict[str, Value]:
-        """Tensors that ``test`` being ``truth`` proves to be on the host: ``x.is_cuda``
-        False, ``x.is_cpu`` True, ``x.device.type == "cpu"`` True (and negations,
-        ``and`` / ``or`` combinations); as host values for :attr:`Scope.narrowed`."""
+        """Values that ``test`` being ``truth`` proves to be on the host: tensors with
+        ``x.is_cuda`` False, ``x.is_cpu`` True, ``x.device.type == "cpu"`` True, and what
+        ``isinstance(x, torch.Tensor)`` False says is no tensor (and negations, ``and`` /
+        ``or`` combinations); as host values for :attr:`Scope.narrowed`."""
         found: dict[str, Value] = {}
         for atom, holds in atoms_when(test, truth):
+            requirement = requirement_of(atom, holds)
+            if requirement is not None and requirement[1] == "not-tensor":
+                # ``isinstance(x, torch.Tensor)`` false: x is a Python value in this branch
+                found[requirement[0]] = Value(Place.HOST, frozenset(), frozenset())
+                continue
             if isinstance(atom, ast.Name) and atom.id not in self.scope.facts.params:
                 # use_cpu = x.device.type == "cpu"; ... if use_cpu: the flag is the check.
                 atom = self.scope.assigned.get(atom.id, atom)

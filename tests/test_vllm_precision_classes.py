@@ -167,3 +167,74 @@ def test_a_helper_only_an_input_processor_builds_runs_on_the_host() -> None:
 
 def test_a_helper_a_module_builds_is_still_reached_by_its_name() -> None:
     assert reported(processor_tree("nn.Module")) == [("engine/stream.py", 5, "SG201")]
+
+
+_MROPE_RUNNER = """
+    import torch
+    from torch import nn
+
+
+    def _feature_tensor(feature, key):
+        return feature.data[key]
+
+
+    class QwenLikeModel(nn.Module):
+        def forward(self, input_ids):
+            return input_ids
+
+        def get_mrope_input_positions(self, input_tokens: list[int], PARAM):
+            lengths = [_feature_tensor(f, "audio_feature_lengths").item() for f in PARAM]
+            return torch.arange(len(input_tokens)), sum(lengths)
+
+
+    class GPUModelRunner:
+        def __init__(self):
+            self.model = QwenLikeModel()
+
+        def add_requests(self, scheduler_output):
+            for new_req in scheduler_output.scheduled_new_reqs:
+                self.positions = self.model.get_mrope_input_positions(
+                    new_req.prefill_token_ids, new_req.PARAM
+                )
+
+        def execute_model(self, scheduler_output):
+            self.add_requests(scheduler_output)
+            return self.model(scheduler_output.input_ids)
+"""
+
+
+def test_a_requests_multimodal_features_are_host_data_in_the_vllm_preset() -> None:
+    # vLLM's preset: the features of a new request are the CPU tensors the frontend sent,
+    # so M-RoPE positions computed from them at add-request time do not sync; the same
+    # code on a parameter of another name is still reported at the per-step call.
+    def tree(parameter: str) -> dict[str, str]:
+        source = _MROPE_RUNNER.replace("PARAM", parameter)
+        return {"vllm/__init__.py": "", "vllm/worker.py": source}
+
+    assert reported(tree("mm_features")) == []
+    assert reported(tree("features")) == [("vllm/worker.py", 29, "SG101")]
+
+
+def test_the_branch_where_a_value_is_no_tensor_holds_a_python_value() -> None:
+    # ``float(alpha)`` where ``isinstance(alpha, torch.Tensor)`` failed converts a Python
+    # number; the tensor branch beside it still syncs, and is the one site reported.
+    source = """
+        import torch
+
+
+        def scale_residual(stream, alpha):
+            if isinstance(alpha, torch.Tensor):
+                scale = float(alpha.sum())
+            else:
+                scale = float(alpha)
+            return stream * scale
+
+
+        class Block(torch.nn.Module):
+            def forward(self, x):
+                return scale_residual(x, x.mean()) + scale_residual(x, 0.5)
+    """
+    result = lint_tree({"pkg/__init__.py": "", "pkg/block.py": source})
+    assert result.problems == []
+    assert [(f.span.line, f.code) for f in result.findings] == [(14, "SG104")]
+    assert "2 sites" not in result.findings[0].message
