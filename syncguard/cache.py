@@ -6,6 +6,7 @@ Layout of a cache folder (``.syncguard_cache/`` beside the config file, or
     CACHEDIR.TAG                 tells backup tools to skip the folder
     .gitignore                   "*": the folder never shows up in git status
     facts-<fingerprint>-NN.pack  absolute path -> (content key, flags, facts, stamp), 16 shards
+    index-<fingerprint>.pack     absolute path -> (content key, flags, facts' digests, stamp)
     runs-<fingerprint>.pack      run key -> findings of the project phase
     calls-<fingerprint>-<key>.pack  per file: where its calls resolve and its hot roots,
                                  for files whose interfaces and settings hash to <key>
@@ -36,7 +37,6 @@ import marshal
 import os
 import pickle
 import sys
-import tempfile
 import zlib
 from collections.abc import Iterable
 from functools import cache
@@ -52,6 +52,7 @@ from syncguard.codec import (
     decode_facts,
     digest_of,
     encode_facts,
+    header_of,
     interface_digest,
     interface_of,
     lines_in,
@@ -71,6 +72,7 @@ __all__ = [
     "decode_facts",
     "digest_of",
     "encode_facts",
+    "header_of",
     "interface_digest",
     "interface_of",
     "lines_in",
@@ -80,7 +82,7 @@ __all__ = [
 ]  # fmt: skip
 
 CACHE_FOLDER = ".syncguard_cache"
-FORMAT = 7
+FORMAT = 8
 _MAGIC = b"syncguard-cache\n"
 _CHECKSUM_SIZE = 16
 _CACHEDIR_TAG = (
@@ -177,6 +179,8 @@ def _read_pack(path: Path) -> dict[Any, Any]:
 
 def _write_pack(path: Path, content: dict[Any, Any]) -> None:
     """Store ``content`` at ``path`` atomically; raises OSError."""
+    import tempfile  # ~10 ms of imports, and a run with nothing new to keep writes nothing
+
     body = marshal.dumps(content)
     checksum = _checksum(body)
     handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".tmp")
@@ -202,16 +206,20 @@ class Cache:
         self.folder = folder
         self.warnings: list[str] = []
         self._runs_path = folder / f"runs-{fingerprint()}.pack"
-        # Per shard: absolute path -> (content key, ignore-file flag, error flag, facts,
-        # the file's stamp when it was read or None).
-        self._shards: list[dict[str, tuple[bytes, bool, bool, Payload, Stamp | None]]] = [
-            {
-                path: entry
-                for path, entry in _read_pack(self._shard_path(shard)).items()
-                if isinstance(path, str) and isinstance(entry, tuple) and len(entry) == 5
-            }
-            for shard in range(SHARDS)
-        ]
+        self._index_path = folder / f"index-{fingerprint()}.pack"
+        # Per shard, read when first asked: absolute path -> (content key, ignore-file
+        # flag, error flag, facts, the file's stamp when it was read or None).
+        self._shards: list[dict[str, tuple[bytes, bool, bool, Payload, Stamp | None]] | None]
+        self._shards = [None] * SHARDS
+        # Per file, beside the shards and small: (content key, ignore-file flag, error
+        # flag, the digests that start its facts (see :func:`header_of`), stamp). A run
+        # whose findings are all kept reads only this.
+        self._index: dict[str, tuple[bytes, bool, bool, bytes, Stamp | None]] = {
+            path: entry
+            for path, entry in _read_pack(self._index_path).items()
+            if isinstance(path, str) and isinstance(entry, tuple) and len(entry) == 5
+        }
+        self._index_dirty = False
         self._dirty: set[int] = set()
         self._runs: dict[bytes, tuple[bytes, bytes, bytes]] | None = None
         self._resolved: dict[bytes, dict[str, KnownFile]] = {}
@@ -225,6 +233,23 @@ class Cache:
             found = self._absolute_paths[path] = _absolute(path, self._cwd)
         return found
 
+    def _shard(self, shard: int) -> dict[str, tuple[bytes, bool, bool, Payload, Stamp | None]]:
+        """The entries of ``shard``, read from its pack the first time."""
+        entries = self._shards[shard]
+        if entries is None:
+            entries = self._shards[shard] = {
+                path: entry
+                for path, entry in _read_pack(self._shard_path(shard)).items()
+                if isinstance(path, str) and isinstance(entry, tuple) and len(entry) == 5
+            }
+        return entries
+
+    def _note(self, absolute: str, entry: tuple[bytes, bool, bool, Payload, Stamp | None]) -> None:
+        """Keep the index entry of the file at ``absolute`` in step with its facts."""
+        key, ignored, error, payload, stamp = entry
+        self._index[absolute] = (key, ignored, error, header_of(payload), stamp)
+        self._index_dirty = True
+
     def _shard_path(self, shard: int) -> Path:
         return self.folder / f"facts-{fingerprint()}-{shard:02d}.pack"
 
@@ -232,7 +257,16 @@ class Cache:
         """(ignore-file flag, error flag, encoded facts) of the file at ``path`` if cached
         for ``key``."""
         absolute = self._absolute(path)
-        entry = self._shards[shard_of(absolute)].get(absolute)
+        entry = self._shard(shard_of(absolute)).get(absolute)
+        if entry is None or entry[0] != key or not isinstance(entry[3], bytes):
+            return None
+        return bool(entry[1]), bool(entry[2]), entry[3]
+
+    def indexed(self, path: str, key: bytes) -> tuple[bool, bool, bytes] | None:
+        """(ignore-file flag, error flag, :func:`header_of` its facts) of the file at
+        ``path`` if the index has it for ``key``: what a run key needs, without reading
+        the facts (:meth:`entry` reads them, and may still miss)."""
+        entry = self._index.get(self._absolute(path))
         if entry is None or entry[0] != key or not isinstance(entry[3], bytes):
             return None
         return bool(entry[1]), bool(entry[2]), entry[3]
@@ -240,8 +274,7 @@ class Cache:
     def trusted_key(self, path: str, stamp: Stamp) -> bytes | None:
         """The content key stored for the file at ``path`` if it was stored with
         ``stamp`` (the file is then as it was: no need to read it)."""
-        absolute = self._absolute(path)
-        entry = self._shards[shard_of(absolute)].get(absolute)
+        entry = self._index.get(self._absolute(path))
         if entry is None or entry[4] != stamp or not isinstance(entry[0], bytes):
             return None
         return entry[0]
@@ -258,23 +291,27 @@ class Cache:
         """Remember the encoded facts of the file at ``path``, read when it had ``stamp``."""
         absolute = self._absolute(path)
         shard = shard_of(absolute)
-        self._shards[shard][absolute] = (key, ignored, error, payload, stamp)
+        self._shard(shard)[absolute] = entry = (key, ignored, error, payload, stamp)
+        self._note(absolute, entry)
         self._dirty.add(shard)
 
     def restamp(self, path: str, stamp: Stamp | None) -> None:
         """Note that the file at ``path``, its facts found by content key, has ``stamp``."""
         absolute = self._absolute(path)
         shard = shard_of(absolute)
-        entry = self._shards[shard].get(absolute)
-        if entry is not None and entry[4] != stamp:
-            self._shards[shard][absolute] = (*entry[:4], stamp)
+        entry = self._shard(shard).get(absolute)
+        if entry is not None and (entry[4] != stamp or absolute not in self._index):
+            self._shard(shard)[absolute] = entry = (*entry[:4], stamp)
+            self._note(absolute, entry)
             self._dirty.add(shard)
 
     def forget(self, path: str) -> None:
         """Drop the entry of ``path`` (it could not be decoded)."""
         absolute = self._absolute(path)
         shard = shard_of(absolute)
-        if self._shards[shard].pop(absolute, None) is not None:
+        if self._index.pop(absolute, None) is not None:
+            self._index_dirty = True
+        if self._shard(shard).pop(absolute, None) is not None:
             self._dirty.add(shard)
 
     def findings(self, run_key: bytes) -> list[Any] | None:
@@ -320,7 +357,7 @@ class Cache:
     def previous(self, path: str) -> Payload | None:
         """The encoded facts stored for the file at ``path``, whatever its content was."""
         absolute = self._absolute(path)
-        entry = self._shards[shard_of(absolute)].get(absolute)
+        entry = self._shard(shard_of(absolute)).get(absolute)
         return entry[3] if entry is not None and isinstance(entry[3], bytes) else None
 
     def known_files(self, interface_key: bytes) -> dict[str, KnownFile]:
@@ -360,7 +397,7 @@ class Cache:
         its content was then (a guess at its interface now); None unless those were
         facts of a linted file."""
         absolute = self._absolute(path)
-        entry = self._shards[shard_of(absolute)].get(absolute)
+        entry = self._shard(shard_of(absolute)).get(absolute)
         if entry is None or entry[1] or entry[2] or not isinstance(entry[3], bytes):
             return None
         return interface_of(entry[3])
@@ -375,15 +412,18 @@ class Cache:
     def save(self, linted: Iterable[str]) -> None:
         """Write back the shards that changed; forget files that no longer exist."""
         seen = {self._absolute(path) for path in linted}
-        for shard, entries in enumerate(self._shards):
-            gone = [path for path in entries if path not in seen and not os.path.exists(path)]
-            for path in gone:
-                del entries[path]
-            if gone:
-                self._dirty.add(shard)
+        # Every file with facts is in the index, unless a run stopped between writing
+        # the shards and the index: the shards already read are looked through too.
+        known = set(self._index).union(*(entries for entries in self._shards if entries))
+        for path in known:
+            if path not in seen and not os.path.exists(path):
+                self.forget(path)
         for shard in sorted(self._dirty):
-            self._save(self._shard_path(shard), self._shards[shard])
+            self._save(self._shard_path(shard), self._shard(shard))
+        if self._index_dirty:  # after the shards: an index never names facts not written
+            self._save(self._index_path, self._index)
         self._dirty.clear()
+        self._index_dirty = False
 
     def _save(self, path: Path, content: dict[Any, Any]) -> None:
         if self.warnings:
@@ -441,7 +481,8 @@ def _drop_old_packs(folder: Path) -> None:
     """Remove the packs of all but the few most recently written fingerprints."""
     written: dict[str, float] = {}
     packs: list[tuple[Path, str]] = []
-    for pack in (p for kind in ("facts", "runs", "calls") for p in folder.glob(f"{kind}-*.pack")):
+    kinds = ("facts", "index", "runs", "calls")
+    for pack in (p for kind in kinds for p in folder.glob(f"{kind}-*.pack")):
         stamp = pack.stem.split("-")[1]
         try:
             modified = pack.stat().st_mtime

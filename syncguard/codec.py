@@ -130,6 +130,12 @@ def interface_digest(outcome: FileFacts | FileError) -> bytes:
     return hashlib.blake2b(repr(interface).encode(), digest_size=DIGEST_SIZE).digest()
 
 
+def header_of(encoded: Payload) -> bytes:
+    """The digests that start facts encoded by :func:`encode_facts`: enough for
+    :func:`interface_of`, :func:`digest_of` and :func:`shape_of` (not for decoding)."""
+    return encoded[:_HEADER]
+
+
 def interface_of(encoded: Payload) -> bytes:
     """The interface digest of facts encoded by :func:`encode_facts`."""
     return encoded[:DIGEST_SIZE]

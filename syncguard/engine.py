@@ -28,6 +28,7 @@ from syncguard.cache import (
     content_key,
     decode_facts,
     digest_of,
+    header_of,
     interface_of,
     lines_in,
     prune_calls,
@@ -104,11 +105,15 @@ def lint_files(
     cache = Cache(Path(cache_dir)) if cache_dir is not None else None
     with _gc_paused():
         result, units, rules, hot_settings = _analysed(
-            paths, settings, sources or {}, jobs, cache, progress
+            paths, settings, sources or {}, jobs, cache, progress, lazy=True
         )
         linted = [unit for unit in units if not unit.error and not unit.ignored]
         run_key = _run_key(linted, hot_settings, run_scope, digest_of) if cache else None
         findings = cache.findings(run_key) if cache is not None and run_key else None
+        if findings is None and cache is not None and _read_indexed(units, rules, cache, result):
+            linted = [unit for unit in units if not unit.error and not unit.ignored]
+            run_key = _run_key(linted, hot_settings, run_scope, digest_of)
+            findings = cache.findings(run_key) if run_key else None
         shape_key = None  # wanted only when the run's findings must be worked out or carried
         if findings is None and run_key is not None:
             shape_key = _run_key(linted, hot_settings, run_scope, shape_of)
@@ -179,9 +184,13 @@ def _analysed(
     jobs: int,
     cache: Cache | None,
     progress: Callable[[int, int], None] | None,
+    *,
+    lazy: bool = False,
 ) -> tuple[LintResult, list[_Unit], list[Rule], HotSettings]:
     """Discovery and the per-file phase: a result with the problems so far, every
-    file's unit, the rules and the hot-path settings."""
+    file's unit, the rules and the hot-path settings. With ``lazy``, the facts of
+    files found unchanged are left unread when the per-file phase analyses nothing
+    (see :func:`_read_indexed`)."""
     rule_classes = all_rules()
     result = LintResult(rules=rule_classes)
     given = sources  # paths whose text is given need not exist (stdin)
@@ -199,13 +208,53 @@ def _analysed(
         settings.host_parameters,
         presets=settings.presets,
     )
-    units = _per_file_phase(files, sources, rules, jobs, cache, hot_settings, progress)
+    units = _per_file_phase(files, sources, rules, jobs, cache, hot_settings, progress, lazy)
+    _add_problems(units, rules, cache, result)
+    return result, units, rules, hot_settings
+
+
+def _add_problems(
+    units: Iterable[_Unit], rules: Sequence[Rule], cache: Cache | None, result: LintResult
+) -> None:
     for unit in units:
         if unit.error:
             error = _outcome(unit, rules, cache, None)
             if isinstance(error, FileError):
                 result.problems.append(Problem(unit.path, error.line, error.column, error.message))
-    return result, units, rules, hot_settings
+
+
+def _read_indexed(
+    units: Sequence[_Unit], rules: Sequence[Rule], cache: Cache, result: LintResult | None
+) -> bool:
+    """Read the facts of the units that the per-file phase took from the cache's index
+    alone (enough for a run key). A file whose facts the index names but the shards
+    lost (a run stopped between writing them) is analysed again, and its problem, if
+    any, joins ``result``; True if there was one."""
+    again: list[_Unit] = []
+    for unit in units:
+        if unit.header is None:
+            continue
+        header, unit.header = unit.header, None
+        assert unit.key is not None  # as the index said
+        cached = cache.entry(unit.path, unit.key)
+        if cached is not None and header_of(cached[2]) == header:
+            unit.ignored, unit.error, unit.payload = cached
+            continue
+        again.append(unit)
+        try:
+            data = read_bytes(unit.path)
+        except Unreadable as unreadable:
+            unit.key, unit.outcome, unit.error = None, unreadable.error, True
+            continue
+        unit.key = content_key(data, unit.module, unit.is_package)
+        unit.ignored, unit.outcome = analyse_bytes(data, unit.module, unit.is_package, rules)
+        unit.error = isinstance(unit.outcome, FileError)
+        unit.payload = encoded(unit.outcome)
+        if unit.payload is not None:
+            cache.store(unit.path, unit.key, unit.ignored, unit.error, unit.payload, unit.stamp)
+    if result is not None:
+        _add_problems(again, rules, cache, result)
+    return bool(again)
 
 
 def _project(
@@ -398,6 +447,7 @@ class _Unit:
     # Otherwise, once pruned: where each call kept was among the function's calls.
     positions: dict[str, list[int]] | None = None
     previous: Payload | None = None  # the facts cached before it was analysed again
+    header: bytes | None = None  # instead of ``payload`` while unread: its digests
 
 
 def _per_file_phase(
@@ -408,8 +458,12 @@ def _per_file_phase(
     cache: Cache | None,
     hot_settings: HotSettings,
     progress: Callable[[int, int], None] | None,
+    lazy: bool = False,
 ) -> list[_Unit]:
-    """Every file with its facts: cached (still encoded), or analysed here or in workers."""
+    """Every file with its facts: cached (still encoded), or analysed here or in workers.
+    With ``lazy`` and nothing to analyse, the cached facts of files whose stamps say
+    they are unchanged are left unread: such a unit has only the ``header`` of its
+    facts, from the cache's index."""
     units: list[_Unit] = []
     pending: list[_Unit] = []
     now_ns = time.time_ns()
@@ -426,6 +480,11 @@ def _per_file_phase(
         if cache is not None:
             unit.stamp = stamp_of(path, module, is_package, now_ns)
             trusted = cache.trusted_key(path, unit.stamp) if unit.stamp is not None else None
+            indexed = cache.indexed(path, trusted) if lazy and trusted is not None else None
+            if indexed is not None and not indexed[1]:  # errors are read: they are problems
+                unit.key = trusted
+                unit.ignored, _, unit.header = indexed
+                continue
             cached = cache.entry(path, trusted) if trusted is not None else None
             if cached is not None:  # the file is as it was: no need to read it
                 unit.key = trusted
@@ -446,6 +505,8 @@ def _per_file_phase(
                 cache.restamp(path, unit.stamp)
                 continue
         pending.append(unit)
+    if pending and cache is not None:  # facts are decoded while files are analysed
+        _read_indexed(units, rules, cache, None)
     done = 0
 
     def finished(unit: _Unit, ignored: bool, failed: bool) -> None:
@@ -577,16 +638,18 @@ def _run_key(
     the scope; None when some input is not a file on disk or has no encoded facts."""
     digest = hashlib.blake2b(repr((hot_settings, scope)).encode(), digest_size=16)
     for unit in linted:
-        if unit.key is None or unit.payload is None:
+        head = unit.payload if unit.payload is not None else unit.header
+        if unit.key is None or head is None:
             return None
         digest.update(f"{unit.path}\0{unit.is_package}\0".encode("utf-8", "surrogateescape"))
-        digest.update(facts_digest(unit.payload))
+        digest.update(facts_digest(head))
     return digest.digest()
 
 
 def _digests(linted: Sequence[_Unit]) -> bytes:
     """The facts digests of ``linted`` joined (each has encoded facts: see :func:`_run_key`)."""
-    return b"".join(digest_of(unit.payload) for unit in linted if unit.payload is not None)
+    heads = (unit.payload if unit.payload is not None else unit.header for unit in linted)
+    return b"".join(digest_of(head) for head in heads if head is not None)
 
 
 def _moved_findings(

@@ -38,6 +38,8 @@ from syncguard.suppression import (
 
 UNUSED, UNKNOWN, MALFORMED, NO_REASON = "SG001", "SG002", "SG003", "SG004"
 INDEX_FILE = "suppressions-v2.index"
+# Entries of files a run did not see that the index keeps (a few hundred bytes each).
+MAX_INDEX_ENTRIES = 100_000
 # Of each comment that may hold a directive: line, 0-based column, text, alone on its line.
 Comments = tuple[tuple[int, int, str, bool], ...]
 
@@ -97,6 +99,11 @@ def _directives(
             kept[key] = entry
         if entry:
             found[path] = entry
+    if len(index) + len(kept) <= MAX_INDEX_ENTRIES:
+        # A run over part of the tree (one file alone) keeps the other files' entries, so
+        # the next whole run need not tokenize them again; entries are keyed by content, so
+        # those of edited or deleted files are only dead weight, dropped once over the cap.
+        kept = {**index, **kept}
     stale = changed or len(kept) != len(index)
     if index_path is not None and stale and index_path.parent.is_dir():
         with contextlib.suppress(OSError):  # the facts cache warns when it cannot write

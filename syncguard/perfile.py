@@ -15,7 +15,6 @@ import select
 import threading
 from collections.abc import Callable, Iterator, Sequence
 
-from syncguard.analysis import FileAnalyzer
 from syncguard.cache import Payload, digest_of, encode_facts, shape_of
 from syncguard.discovery import module_name
 from syncguard.facts import FileError, FileFacts
@@ -33,6 +32,8 @@ def analyze_source(
     source: str, module: str, is_package: bool, rules: Sequence[Rule]
 ) -> FileFacts | FileError:
     """The per-file phase for one source text."""
+    from syncguard.analysis import FileAnalyzer  # a run whose facts are all cached needs none
+
     try:
         tree = parse(source)
     except SyntaxError as error:

@@ -274,3 +274,47 @@ def outcome_modules(folder: Path) -> set[str]:
             if isinstance(facts, FileFacts):
                 found.add(facts.module)
     return found
+
+
+def test_a_run_whose_findings_are_kept_reads_only_the_index(
+    project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Unchanged files and a kept result: no facts pack is read, same findings."""
+    monkeypatch.setattr(cache_module, "_RACY_NS", 0)  # files written just now are trusted
+    folder = project / "cache"
+    expected = codes(lint_files(["pkg"], cache_dir=folder))
+    read: list[str] = []
+    original = cache_module._read_pack
+
+    def spy(path: Path) -> dict:
+        read.append(path.name.split("-")[0])
+        return original(path)
+
+    monkeypatch.setattr(cache_module, "_read_pack", spy)
+    assert codes(lint_files(["pkg"], cache_dir=folder)) == expected != []
+    assert "facts" not in read and "index" in read
+    read.clear()
+    lint_files(["pkg"], cache_dir=folder, scope="all")  # another result: facts are read
+    assert "facts" in read
+
+
+@pytest.mark.parametrize("scope", ["hot", "all"])
+def test_facts_the_index_names_but_the_packs_lost_are_worked_out_again(
+    project: Path, monkeypatch: pytest.MonkeyPatch, scope: str
+) -> None:
+    """A run stopped between writing the facts packs and the index (here: the packs
+    are gone) changes no finding, kept result or not."""
+    monkeypatch.setattr(cache_module, "_RACY_NS", 0)
+    folder = project / "cache"
+    expected = codes(lint_files(["pkg"], cache_dir=folder, scope=scope))
+    for pack in packs(folder):
+        pack.unlink()
+    (project / "pkg" / "util.py").write_text(UTIL.replace("tolist", "item"))
+    edited = codes(lint_files(["pkg"], scope=scope))
+    assert codes(lint_files(["pkg"], cache_dir=folder, scope=scope)) == edited != expected
+    for pack in packs(folder):
+        pack.unlink()
+    assert codes(lint_files(["pkg"], cache_dir=folder, scope="all")) == codes(
+        lint_files(["pkg"], scope="all")
+    )
+    assert codes(lint_files(["pkg"], cache_dir=folder, scope=scope)) == edited

@@ -133,6 +133,33 @@ def test_cache_keeps_the_directives_between_runs(tmp_path: Path, monkeypatch, ca
     assert run() == [("clean.py", "SG001")]
 
 
+def test_a_run_over_some_files_keeps_the_other_files_directives(
+    tmp_path: Path, monkeypatch, capsys
+) -> None:
+    from syncguard.cache import _read_pack
+
+    monkeypatch.chdir(tmp_path)
+    for name in ("a.py", "b.py", "c.py"):
+        (tmp_path / name).write_text(STEP.format(line="return n + 1  # noqa: SG101"))
+    index = tmp_path / ".syncguard_cache" / INDEX_FILE
+    main(["check", ".", "--output-format", "json"])
+    assert len(_read_pack(index)) == 3
+    main(["check", "a.py", "--output-format", "json"])  # the hook's files, one file alone
+    assert len(_read_pack(index)) == 3  # b.py and c.py are not tokenized again next time
+    (tmp_path / "b.py").write_text(STEP.format(line="return n + 1"))
+    capsys.readouterr()
+    main(["check", ".", "--output-format", "json"])  # b.py's old entry is dead weight now
+    assert [(f["path"], f["code"]) for f in json.loads(capsys.readouterr().out)] == [
+        ("a.py", "SG001"),
+        ("c.py", "SG001"),
+    ]
+    assert len(_read_pack(index)) == 4
+    monkeypatch.setattr("syncguard.hygiene.MAX_INDEX_ENTRIES", 4)
+    (tmp_path / "c.py").unlink()
+    main(["check", ".", "--output-format", "json"])  # over the cap: only this run's entries
+    assert len(_read_pack(index)) == 2
+
+
 def test_require_reason_setting_and_option(tmp_path: Path, monkeypatch, capsys) -> None:
     monkeypatch.chdir(tmp_path)
     (tmp_path / "m.py").write_text(STEP.format(line="return x.item()  # noqa: SG101"))

@@ -49,3 +49,21 @@ def test_each_command_imports_only_what_it_uses(tmp_path: Path, code: str, expec
     (tmp_path / "clean.py").write_text(CLEAN)
     (tmp_path / "fixable.py").write_text(FIXABLE)
     assert heavy_imports(code, tmp_path) == expected
+
+
+def test_a_run_whose_facts_are_all_cached_imports_no_analysis_pass(tmp_path: Path) -> None:
+    """The per-file passes (``syncguard.analysis`` and what it imports) load only when a
+    file is analysed: not on a second run over unchanged files."""
+    (tmp_path / "clean.py").write_text(CLEAN)
+    probe = f"{cli('check', 'clean.py', '--cache-dir', 'cache')}\n"
+    probe += "import json, sys\nprint(json.dumps(sorted(sys.modules)))\n"
+
+    def modules() -> set[str]:
+        result = subprocess.run(
+            [sys.executable, "-c", probe], cwd=tmp_path, capture_output=True, text=True
+        )
+        assert result.returncode == 0, result.stderr
+        return set(json.loads(result.stdout.splitlines()[-1]))
+
+    assert "syncguard.analysis" in modules()  # the first run analyses the file
+    assert "syncguard.analysis" not in modules()

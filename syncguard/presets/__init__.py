@@ -29,7 +29,6 @@ import sys
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from functools import cache
-from importlib import resources
 
 from syncguard.hotness import HotSettings
 
@@ -85,6 +84,8 @@ class Active:
 @cache
 def available() -> dict[str, Preset]:
     """Every preset shipped with syncguard, by name."""
+    from importlib import resources  # imports tempfile (~10 ms): only runs that read presets
+
     found: dict[str, Preset] = {}
     folder = resources.files(__name__)
     for item in sorted(folder.iterdir(), key=lambda item: item.name):
