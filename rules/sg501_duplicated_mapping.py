@@ -89,16 +89,16 @@ class DuplicatedMapping(Rule):
 import numpy as np
 import torch
 
-class FlashMetadataBuilder:
+class DenseAttentionBuilder:
     def build(self, meta):  # syncguard: hot
         token_to_req = meta.token_to_req_indices(self.token_to_req_buffer)
         return token_to_req
 
-class TritonMetadataBuilder:
+class SlidingAttentionBuilder:
     def build(self, meta):  # syncguard: hot
         return meta.token_to_req_indices(self.token_to_req_buffer)
 
-class MLAMetadataBuilder:
+class LatentAttentionBuilder:
     def build(self, meta):  # syncguard: hot
         # a different mapping: from the sequence lengths, not the query lengths
         ids = np.repeat(np.arange(meta.num_reqs), np.diff(meta.seq_start_loc_cpu))
@@ -114,7 +114,7 @@ def summarize(meta, device):          # not hot
     ids = np.repeat(np.arange(meta.num_reqs), np.diff(meta.query_start_loc_cpu))
     return torch.from_numpy(ids).to(device)
 
-class FlashMetadataBuilder:
+class DenseAttentionBuilder:
     def build(self, meta):  # syncguard: hot
         ids = np.repeat(np.arange(meta.num_reqs), np.diff(meta.query_start_loc_cpu))
         self.ids.copy_(torch.from_numpy(ids), non_blocking=True)
@@ -127,13 +127,13 @@ class FlashMetadataBuilder:
 import numpy as np
 import torch
 
-class FlashMetadataBuilder:
+class DenseAttentionBuilder:
     def build(self, meta):  # syncguard: hot
         starts = np.asarray(meta.query_start_loc_cpu)
         ids = np.repeat(np.arange(len(starts) - 1), np.diff(starts))
         self.token_to_req.copy_(torch.from_numpy(ids).pin_memory(), non_blocking=True)
 
-class TritonMetadataBuilder:
+class SlidingAttentionBuilder:
     def build(self, meta):  # syncguard: hot
         qsl = meta.query_start_loc_cpu
         ids = torch.repeat_interleave(torch.arange(meta.num_reqs), qsl[1:] - qsl[:-1])

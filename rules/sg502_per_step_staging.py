@@ -3,19 +3,15 @@
 from __future__ import annotations
 
 import ast
-import re
 
 from syncguard.rule import Context, Invalid, Rule, Valid
+from syncguard.torch_api import PINNING_HELPER
 from syncguard.values import Place
 
 _PINNED_FACTORIES = frozenset(
     {"torch.empty", "torch.zeros", "torch.ones", "torch.full", "torch.empty_like",
      "torch.zeros_like", "torch.ones_like", "torch.full_like", "torch.empty_strided"}
 )  # fmt: skip
-# Same spelling as the analysis' pinning helpers: np_to_pinned_tensor, _pinned_empty...
-_PINNING_HELPER = re.compile(
-    r"(?:^|_)(?:to|make|new|alloc|allocate)_pinned(?:_|$)|^_*pinned_(?:empty|zeros|ones|tensor)"
-)
 # Methods that return a view of their receiver (the same pinned memory).
 _VIEWS = frozenset({"view", "reshape", "flatten", "narrow", "squeeze", "unsqueeze", "view_as"})
 _MAX_HOPS = 8
@@ -59,7 +55,7 @@ class PerStepStaging(Rule):
 import numpy as np
 import torch
 
-class MetadataBuilder:
+class StepInputBuilder:
     def __init__(self, max_tokens, device):
         self.stage = torch.empty(max_tokens, dtype=torch.int32, pin_memory=True)
         self.buffer = torch.empty(max_tokens, dtype=torch.int32, device=device)
@@ -79,7 +75,7 @@ import torch
 def np_to_pinned_tensor(array):
     return torch.from_numpy(array).pin_memory()
 
-class MetadataBuilder:
+class StepInputBuilder:
     def __init__(self, lookup_np, device):                    # cold: once
         self.lookup = np_to_pinned_tensor(lookup_np).to(device, non_blocking=True)
 
@@ -93,9 +89,9 @@ class MetadataBuilder:
         Invalid(
             """
 import numpy as np
-from vllm.utils.torch_utils import np_to_pinned_tensor
+from engine.utils import np_to_pinned_tensor
 
-class SparseMetadataBuilder:
+class SparseInputBuilder:
     def build(self, common_attn_metadata):  # syncguard: hot
         starts = np.asarray(common_attn_metadata.query_start_loc_cpu, dtype=np.int32)
         req_id_per_token = np.repeat(np.arange(len(starts) - 1), np.diff(starts))
@@ -169,7 +165,7 @@ def _fresh_pinned_allocation(node: ast.expr, ctx: Context) -> str | None:
         elif isinstance(node, ast.Call):
             func = node.func
             name = func.id if isinstance(func, ast.Name) else getattr(func, "attr", "")
-            if _PINNING_HELPER.search(name):
+            if PINNING_HELPER.search(name):
                 return f"{ctx.source(func)}(...)"
             qualified = ctx.qualified_name(func)
             if qualified in _PINNED_FACTORIES and _pins(node):
