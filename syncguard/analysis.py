@@ -358,6 +358,7 @@ class FileAnalyzer(Walker):
 
     def _import(self, node: ast.Import | ast.ImportFrom) -> None:
         table = self.imports if self.scope.facts.qualname == MODULE_SCOPE else self.scope.imports
+        self.scope.qualified.clear()  # the names an import binds may mean something else now
         if isinstance(node, ast.Import):
             for alias in node.names:
                 if alias.asname:

@@ -23,6 +23,8 @@ class Scope:
     lazy_depth: int = 0  # inside code that does not run per step (lazy init, training only)
     default_device: bool = False
     memo: dict[int, Value] = field(default_factory=dict)
+    # id of a node -> (the node, its qualified name): rules and passes ask again and again.
+    qualified: dict[int, tuple[ast.expr, str | None]] = field(default_factory=dict)
     assigned: dict[str, ast.expr] = field(default_factory=dict)  # local name -> last value
     returns: list[Value] = field(default_factory=list)  # placements of the returned values
     host_code: bool = False  # in a module or class whose name says it runs on the CPU
@@ -124,6 +126,17 @@ class AnalyzerState:
         return "\n".join([first, *middle, last])
 
     def qualified_name(self, node: ast.expr) -> str | None:
+        """The dotted name ``node`` stands for through this module's imports
+        (``F.softmax`` -> ``torch.nn.functional.softmax``); None for other expressions."""
+        memo = self.scope.qualified  # emptied by each import the scope sees
+        known = memo.get(id(node))
+        if known is not None and known[0] is node:
+            return known[1]
+        found = self._qualified(node)
+        memo[id(node)] = (node, found)  # holding the node keeps its id from being reused
+        return found
+
+    def _qualified(self, node: ast.expr) -> str | None:
         attributes: list[str] = []  # ``a.b.c``: c, b (a loop, not a call per attribute)
         while isinstance(node, ast.Attribute):
             attributes.append(node.attr)

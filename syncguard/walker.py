@@ -71,7 +71,8 @@ def _raises(statements: Sequence[ast.stmt]) -> bool:
 
 def _subexpressions(node: ast.AST) -> list[ast.expr]:
     """The direct sub-expressions of ``node`` in source order, less stored names."""
-    fields = _EXPRESSION_FIELDS.get(type(node))
+    kind = type(node)
+    fields = _EXPRESSION_FIELDS.get(kind)
     if fields is None:  # a node type this table does not list: ask ast
         children = [child for child in ast.iter_child_nodes(node) if isinstance(child, ast.expr)]
     else:
@@ -82,13 +83,21 @@ def _subexpressions(node: ast.AST) -> list[ast.expr]:
                 children.extend(item for item in child if item is not None)  # Dict: None keys
             elif child is not None:
                 children.append(child)
-        if type(node) is ast.Call:
+        if kind is ast.Call:
             children.extend(keyword.value for keyword in node.keywords)  # type: ignore[attr-defined]
     return [
         child
         for child in children
-        if not (type(child) is ast.Name and type(child.ctx) is ast.Store)  # type: ignore[attr-defined]
+        if type(child) is not ast.Name or type(child.ctx) is not ast.Store  # type: ignore[attr-defined]
     ]
+
+
+# Expression nodes with no sub-expression: the walk only dispatches rules on them.
+_LEAVES = frozenset({ast.Name, ast.Constant})
+# Expression nodes the walk may step into apart (see ``Walker._walked_apart``).
+_WALKED_APART = frozenset(
+    {ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp, ast.Lambda, ast.BoolOp, ast.IfExp}
+)
 
 
 class Walker(Receivers, OnceChecks, ABC):
@@ -440,16 +449,14 @@ class Walker(Receivers, OnceChecks, ABC):
         stack: list[ast.AST] = [node]
         while stack:
             current = stack.pop()
-            if isinstance(current, (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)):
-                self._dispatch(current)
-                self._comprehension(current)
+            kind = type(current)
+            if kind in _LEAVES:
+                if kind in visited:
+                    self._dispatch(current)
                 continue
-            if isinstance(current, ast.Lambda):
-                self._lambda(current)
+            if kind in _WALKED_APART and self._walked_apart(current):
                 continue
-            if isinstance(current, (ast.BoolOp, ast.IfExp)) and self._guarded_operands(current):
-                continue
-            if type(current) in visited:
+            if kind in visited:
                 self._dispatch(current)
             if isinstance(current, ast.Call):
                 self._call(current)
@@ -457,6 +464,18 @@ class Walker(Receivers, OnceChecks, ABC):
                 self._bind(current.target, self.value(current.value), current.value)
             stack.extend(reversed(_subexpressions(current)))
         return None
+
+    def _walked_apart(self, node: ast.AST) -> bool:
+        """Walk a comprehension or a lambda in a scope of its own, or the operands of a
+        guarded ``and`` / ``or`` / ``if`` expression; False when ``node`` is none of those."""
+        if isinstance(node, (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)):
+            self._dispatch(node)
+            self._comprehension(node)
+            return True
+        if isinstance(node, ast.Lambda):
+            self._lambda(node)
+            return True
+        return isinstance(node, (ast.BoolOp, ast.IfExp)) and self._guarded_operands(node)
 
     def _grow_sequence(self, call: ast.Call) -> None:
         """``xs.append(t)``, ``xs.extend(ts)``, ``xs.insert(i, t)`` on a local list, ``t`` a
