@@ -128,6 +128,8 @@ class FileAnalyzer(Walker):
         self.attribute_values: dict[str, dict[str, tuple]] = {}
         # Class -> the containers of ``self`` its methods store items into.
         self.filled_attributes: dict[str, set[str]] = {}
+        # Method -> the names it calls tensor-only methods on (read with its class's body).
+        self.method_receivers: dict[ast.AST, set[str]] = {}
         self.registrars: dict[str, str] = {}
         # Functions (analysed so far, by qualified name) whose every return is device data.
         self.device_results: dict[str, Value] = {}
@@ -457,7 +459,7 @@ class FileAnalyzer(Walker):
                 env[argument.arg] = known.with_tags(TENSOR)
             elif SEQUENCE_ANNOTATION.match(annotation):
                 env[argument.arg] = known.with_tags(PYSEQ)
-        for name in used_as_tensors(node, env):
+        for name in used_as_tensors(node, env, self.method_receivers.pop(node, None)):
             env[name] = env[name].with_tags(TENSOR)  # x.sum(), x.cpu() elsewhere: a tensor
         line_text = self.lines[node.lineno - 1] if node.lineno <= len(self.lines) else ""
         marker = _MARKER.search(line_text)
@@ -561,6 +563,7 @@ class FileAnalyzer(Walker):
         attribute_values = self.attribute_values.setdefault(qualname, {})
         shown = class_body(node)
         self.filled_attributes[qualname] = shown.filled
+        self.method_receivers.update(shown.receivers)
         for statement in node.body:  # ``procs: list[Processor]`` declared in the class body
             if isinstance(statement, ast.AnnAssign) and isinstance(statement.target, ast.Name):
                 declared = annotation_type(statement.annotation)

@@ -53,30 +53,41 @@ _TENSOR_USES = frozenset(
 
 
 def used_as_tensors(
-    node: ast.FunctionDef | ast.AsyncFunctionDef, env: dict[str, Value]
+    node: ast.FunctionDef | ast.AsyncFunctionDef,
+    env: dict[str, Value],
+    receivers: set[str] | None = None,
 ) -> set[str]:
     """Parameters of ``node`` (not known host data) that its body calls a tensor-only
-    method on (``x.sum()``, ``x.cpu()``)."""
-    found: set[str] = set()
+    method on (``x.sum()``, ``x.cpu()``); ``receivers``: the names it calls them on, when
+    a walk of the body (:func:`class_body`) already found them."""
     if not any(v.place is Place.PARAM and PYSEQ not in v.tags for v in env.values()):
-        return found  # no parameter to find (a method of ``self`` alone)
-    pending: list[ast.AST] = list(node.body)
-    while pending:
-        current = pending.pop()
-        if isinstance(current, _SCOPES):
-            continue  # a nested scope's own names
-        if (
-            isinstance(current, ast.Call)
-            and isinstance(current.func, ast.Attribute)
-            and current.func.attr in _TENSOR_USES
-            and isinstance(current.func.value, ast.Name)
-        ):
-            name = current.func.value.id
-            value = env.get(name)
-            if value is not None and value.place is Place.PARAM and PYSEQ not in value.tags:
-                found.add(name)
-        _push_children(current, pending)
+        return set()  # no parameter to find (a method of ``self`` alone)
+    if receivers is None:
+        receivers = set()
+        pending: list[ast.AST] = list(node.body)
+        while pending:
+            current = pending.pop()
+            if isinstance(current, _SCOPES):
+                continue  # a nested scope's own names
+            _note_receiver(current, receivers)
+            _push_children(current, pending)
+    found = set()
+    for name in receivers:
+        value = env.get(name)
+        if value is not None and value.place is Place.PARAM and PYSEQ not in value.tags:
+            found.add(name)
     return found
+
+
+def _note_receiver(node: ast.AST, receivers: set[str]) -> None:
+    """Add ``x`` for a call ``x.sum()`` of a tensor-only method on a name."""
+    if (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr in _TENSOR_USES
+        and isinstance(node.func.value, ast.Name)
+    ):
+        receivers.add(node.func.value.id)
 
 
 _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
@@ -119,6 +130,9 @@ class ClassBody:
     # ``self.attr = param`` made in ``__init__``, for attributes nothing else in the class
     # assigns and parameters ``__init__`` never reassigns: what the constructor is given.
     init_parameters: dict[str, str] = field(default_factory=dict)
+    # Method -> the names its own body (not nested scopes) calls a tensor-only method on,
+    # for :func:`used_as_tensors`.
+    receivers: dict[ast.AST, set[str]] = field(default_factory=dict)
 
 
 _FILLERS = frozenset({"append", "extend", "insert", "update", "setdefault"})
@@ -139,7 +153,27 @@ def class_body(node: ast.ClassDef) -> ClassBody:
         if is_init:
             arguments = method.args
             parameters = {a.arg for a in (*arguments.args[1:], *arguments.kwonlyargs)}
-        for child in walk(method):
+        receivers = body.receivers[method] = set()
+        # One walk of the method: its own body, then the rest (signature, nested scopes).
+        own: list[ast.AST] = list(method.body)
+        rest: list[ast.AST] = [
+            *method.decorator_list,
+            method.args,
+            *getattr(method, "type_params", ()),
+        ]
+        if method.returns is not None:
+            rest.append(method.returns)
+        while own or rest:
+            if own:
+                child = own.pop()
+                if isinstance(child, _SCOPES):
+                    rest.append(child)
+                    continue
+                _note_receiver(child, receivers)
+                _push_children(child, own)
+            else:
+                child = rest.pop()
+                _push_children(child, rest)
             if isinstance(child, ast.Name):
                 if is_init and isinstance(child.ctx, ast.Store):
                     reassigned.add(child.id)

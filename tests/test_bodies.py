@@ -91,3 +91,30 @@ def test_tensor_uses_are_read_in_the_function_itself_and_not_in_nested_scopes() 
     env["lens"] = param("lens").with_tags(PYSEQ)  # a list: cumsum is not a tensor use
     assert used_as_tensors(function, env) == {"x"}
     assert used_as_tensors(function, {"self": HOST}) == set()
+
+
+def test_a_class_body_gives_each_method_the_tensor_uses_its_own_walk_finds() -> None:
+    node = _class(
+        textwrap.dedent(
+            """
+            class Runner:
+                @staticmethod
+                def pad(x, n):
+                    return x.new_zeros(n)
+
+                def forward(self, x, lens, mask):
+                    total = x.sum() + lens.cumsum(0)
+                    def inner(mask):
+                        return mask.cpu()
+                    return (lambda ids: ids.numel())(total)
+            """
+        )
+    )
+    shown = class_body(node)
+    methods = [m for m in node.body if isinstance(m, ast.FunctionDef)]
+    assert [sorted(shown.receivers[m]) for m in methods] == [["x"], ["lens", "x"]]
+    for method in methods:
+        env = {a.arg: param(a.arg) for a in method.args.args}
+        assert used_as_tensors(method, env, shown.receivers[method]) == used_as_tensors(
+            method, env
+        )
