@@ -6,6 +6,7 @@ one walk of the body, on a walk quicker than ``ast.walk`` (it skips contexts and
 from __future__ import annotations
 
 import ast
+from collections import deque
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
@@ -96,7 +97,7 @@ _LEAF_FIELDS = frozenset({"ctx", "op", "ops"})
 _CHILD_FIELDS: dict[type, tuple[str, ...]] = {}
 
 
-def _push_children(node: ast.AST, pending: list[ast.AST]) -> None:
+def _push_children(node: ast.AST, pending: list[ast.AST] | deque[ast.AST]) -> None:
     """Append the child nodes of ``node`` to ``pending`` (contexts and operators left out):
     ``ast.iter_child_nodes`` without its two generators per node."""
     kind = type(node)
@@ -116,6 +117,15 @@ def walk(node: ast.AST) -> Iterator[ast.AST]:
     pending = [node]
     while pending:
         current = pending.pop()
+        yield current
+        _push_children(current, pending)
+
+
+def breadth_first(node: ast.AST) -> Iterator[ast.AST]:
+    """:func:`walk` in the order of ``ast.walk`` (level by level, fields in order)."""
+    pending = deque([node])
+    while pending:
+        current = pending.popleft()
         yield current
         _push_children(current, pending)
 

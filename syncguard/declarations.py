@@ -8,6 +8,8 @@ import ast
 import re
 from collections.abc import Callable
 
+from syncguard.bodies import breadth_first
+
 # Types whose values live on the host, and containers whose items live where their element
 # types say: ``list[int]`` is host data, ``dict[str, Any]`` or a bare ``list`` says nothing.
 _HOST_SCALARS = frozenset(
@@ -136,7 +138,7 @@ def init_attribute_types(
         return {}
     self_name = init.args.args[0].arg
     types: dict[str, str] = {}
-    for statement in ast.walk(init):
+    for statement in breadth_first(init):  # in order: a later assignment wins
         if not isinstance(statement, ast.Assign) or not isinstance(statement.value, ast.Call):
             continue
         func = statement.value.func

@@ -6,6 +6,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Sequence
 
+from syncguard.bodies import walk
 from syncguard.conditions import (
     attribute_named,
 )
@@ -90,7 +91,7 @@ class OnceChecks(AnalyzerState):
         ``n > self.size[0]``, ``not hasattr(self, "table")``, ``not self._ready`` and, with
         ``bare``, a plain ``self._ready``); empty for other tests."""
         operands: list[ast.expr] = []
-        for node in ast.walk(test):
+        for node in walk(test):
             if isinstance(node, ast.Compare) and not all(isinstance(op, ast.Eq) for op in node.ops):
                 operands += [node.left, *node.comparators]  # not ==: mode == "x" is no cache
             elif isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
@@ -123,7 +124,7 @@ class OnceChecks(AnalyzerState):
         """True when ``statements`` store into (assign, or mutate with ``add``, ``update``,
         ``copy_``...) one of the ``tested`` expressions or an item or attribute of one."""
         for statement in statements:
-            for child in ast.walk(statement):
+            for child in walk(statement):
                 if isinstance(child, ast.Assign):
                     targets = child.targets
                 elif isinstance(child, (ast.AnnAssign, ast.AugAssign)):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import ast
 import textwrap
 
-from syncguard.bodies import class_body, used_as_tensors, walk
+from syncguard.bodies import breadth_first, class_body, used_as_tensors, walk
 from syncguard.values import HOST, PYSEQ, param
 
 ENGINE = textwrap.dedent(
@@ -115,6 +115,11 @@ def test_a_class_body_gives_each_method_the_tensor_uses_its_own_walk_finds() -> 
     assert [sorted(shown.receivers[m]) for m in methods] == [["x"], ["lens", "x"]]
     for method in methods:
         env = {a.arg: param(a.arg) for a in method.args.args}
-        assert used_as_tensors(method, env, shown.receivers[method]) == used_as_tensors(
-            method, env
-        )
+        assert used_as_tensors(method, env, shown.receivers[method]) == used_as_tensors(method, env)
+
+
+def test_breadth_first_keeps_the_order_of_ast_walk() -> None:
+    tree = ast.parse(ENGINE)
+    leaves = (ast.expr_context, ast.operator, ast.unaryop, ast.boolop, ast.cmpop)
+    expected = [id(node) for node in ast.walk(tree) if not isinstance(node, leaves)]
+    assert [id(node) for node in breadth_first(tree)] == expected
