@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import ast
+import functools
 import re
 
 from syncguard.values import BOOL, PINNED, TENSOR, Place, Value
@@ -18,6 +19,7 @@ _DEVICE_WORDS = frozenset(
 )  # fmt: skip
 
 
+@functools.lru_cache(maxsize=4096)  # pure, asked of the same few names all through a file
 def is_host_name(name: str) -> bool:
     """True for names that say their value lives on the host (``x_cpu``, ``cpu_x``...)
     or is a configuration object (``config``, ``engine_config``, ``cfg``)."""
@@ -61,6 +63,7 @@ def is_mask_name(name: str) -> bool:
     return any(word in ("mask", "masks") for word in name.lower().split("_"))
 
 
+@functools.lru_cache(maxsize=4096)
 def named_tags(name: str) -> frozenset[str]:
     """Tags a name promises by itself: a mask is boolean, a pinned buffer is a pinned tensor,
     ``lens_cpu`` / ``x_np`` are host arrays (data, so it stays host data under other names)."""
