@@ -1,0 +1,85 @@
+"""Classes of per-step syncs that fresh recall samples of engines and training frameworks
+found missing, each written here as such code writes it: reported where it syncs every step,
+and not where it does not."""
+
+from __future__ import annotations
+
+from syncguard.testing import lint_tree
+
+
+def reported(files: dict[str, str]) -> list[tuple[str, int, str]]:
+    result = lint_tree(files)
+    assert result.problems == []
+    return sorted((f.path, f.span.line, f.code) for f in result.findings)
+
+
+# An optimizer that installs the functions of a helper module as its own methods, by name.
+_HOOKS = {
+    "fw/__init__.py": "",
+    "fw/selective.py": """
+        import torch
+
+        def select_channels(optimizer, grads):
+            scores = torch.zeros(len(grads), device="cuda")
+            top = torch.topk(scores, 2).indices
+            optimizer.selected = [i.item() for i in top]
+
+        def backward(optimizer, loss):
+            loss.backward()
+
+        def log_timers(optimizer):
+            elapsed = torch.zeros(1, device="cuda")
+            print(elapsed.item())
+        """,
+}
+
+
+def test_functions_bound_by_setattr_from_a_list_of_names_run_in_the_step() -> None:
+    files = {
+        **_HOOKS,
+        "fw/optim.py": """
+            from functools import partial
+
+            import torch
+            import fw.selective as selective
+
+            class SelectiveOptimizer(torch.optim.Optimizer):
+                def __init__(self, params):
+                    super().__init__(params, {})
+                    self._install_hooks()
+
+                def _install_hooks(self):
+                    names = ["select_channels", "backward", "log_timers"]
+                    for name in names:
+                        fn = getattr(selective, name)
+                        setattr(self, name, partial(fn, self))
+
+                def step(self):
+                    grads = [p.grad for group in self.param_groups for p in group["params"]]
+                    self.select_channels(grads)
+            """,
+    }
+    # Each attribute holds the function of its own name: ``log_timers`` is never called
+    # in the step, so its sync is not reported; the loop that binds them hands the
+    # functions on without running them: it is no step loop.
+    assert reported(files) == [("fw/selective.py", 6, "SG101")]
+
+
+def test_a_setattr_with_a_name_the_walk_cannot_tell_binds_nothing() -> None:
+    files = {
+        **_HOOKS,
+        "fw/optim.py": """
+            import torch
+            import fw.selective as selective
+
+            class SelectiveOptimizer(torch.optim.Optimizer):
+                def __init__(self, params, names):
+                    super().__init__(params, {})
+                    for name in names:
+                        setattr(self, name, getattr(selective, name))
+
+                def step(self):
+                    self.select_channels(self.param_groups)
+            """,
+    }
+    assert reported(files) == []
