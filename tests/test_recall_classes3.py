@@ -83,3 +83,49 @@ def test_a_setattr_with_a_name_the_walk_cannot_tell_binds_nothing() -> None:
             """,
     }
     assert reported(files) == []
+
+
+def test_an_override_in_a_subclass_of_a_generic_base_is_dispatched_to() -> None:
+    files = {
+        "fw/__init__.py": "",
+        "fw/attn/__init__.py": "",
+        "fw/attn/common.py": """
+            from typing import Generic, TypeVar
+
+            M = TypeVar("M")
+
+            class MetadataBuilder(Generic[M]):
+                def build(self, seq_lens):
+                    return self._build_decode(seq_lens)
+
+                def _build_decode(self, seq_lens):
+                    return seq_lens
+            """,
+        "fw/attn/rocm.py": """
+            from fw.attn.common import MetadataBuilder
+
+            class RocmMetadata:
+                pass
+
+            class RocmMetadataBuilder(MetadataBuilder[RocmMetadata]):
+                def _build_decode(self, seq_lens):
+                    return int(seq_lens.max().item())
+            """,
+        "fw/model.py": """
+            import torch
+            from torch import nn
+            from fw.attn.common import MetadataBuilder
+
+            class Model(nn.Module):
+                def __init__(self, builder: MetadataBuilder):
+                    super().__init__()
+                    self.builder = builder
+
+                def forward(self, x):
+                    seq_lens = torch.arange(4, device="cuda")
+                    return x, self.builder.build(seq_lens)
+            """,
+    }
+    # ``MetadataBuilder[RocmMetadata]`` names the base ``MetadataBuilder``: its subclass's
+    # override runs when the base's ``build`` calls ``self._build_decode``.
+    assert reported(files) == [("fw/model.py", 12, "SG101")]
