@@ -490,7 +490,8 @@ class Bindings:
         """The classes ``name`` (as written in the file at ``path``) may mean when it names a
         package of the tree that does not define it: a package that fills its namespace at
         import time (plugins found by a loop over its modules, one per device) provides
-        the classes of that name in its own modules, whichever one the loop picks."""
+        the classes of that name in its own modules, whichever one the loop picks (and in
+        a top-level copy of the package in the tree)."""
         file = self.by_path[path]
         head, _, tail = name.partition(".")
         imported = file.facts.imports.get(head)
@@ -507,7 +508,10 @@ class Bindings:
             for each in sorted(self.files, key=lambda f: f.path):
                 for qualname in each.facts.classes:
                     self._class_names_memo.setdefault(qualname, []).append((each.path, qualname))
-        below = f"{package}."
+        # Its own modules, and those of a top-level package of the tree of the same name:
+        # the copy a source checkout imports when the installed one is not there (a
+        # package may pick which one it loads its plugins from at import time).
+        below = (f"{package}.", f"{package.rpartition('.')[2]}.")
         return [
             cid
             for cid in self._class_names_memo.get(last, ())

@@ -129,3 +129,60 @@ def test_an_override_in_a_subclass_of_a_generic_base_is_dispatched_to() -> None:
     # ``MetadataBuilder[RocmMetadata]`` names the base ``MetadataBuilder``: its subclass's
     # override runs when the base's ``build`` calls ``self._build_decode``.
     assert reported(files) == [("fw/model.py", 12, "SG101")]
+
+
+_LOADER = """
+    import importlib
+    import sys
+
+    for device in ("npu",):
+        module = importlib.import_module(f".{device}", package=__name__)
+        for member in dir(module):
+            if member.endswith("Builder"):
+                setattr(sys.modules[__name__], member, getattr(module, member))
+    """
+_NPU_BUILDER = """
+    import torch
+
+    class NPULamb:
+        @staticmethod
+        def lamb(param, lr):
+            overflow = torch.zeros(1, device="npu")
+            if overflow.item():
+                return
+            param.mul_(lr)
+
+    class LambBuilder:
+        def load(self):
+            return NPULamb
+    """
+
+
+def test_the_builders_of_a_top_level_copy_of_a_plugin_package_count_too() -> None:
+    files = {
+        "fw/__init__.py": "",
+        "fw/ops/__init__.py": "",
+        "fw/ops/builders/__init__.py": _LOADER,
+        "fw/ops/builders/npu.py": _NPU_BUILDER,
+        # The source checkout's copy, which the installed package is made from.
+        "builders/__init__.py": _LOADER,
+        "builders/npu.py": _NPU_BUILDER,
+        "fw/ops/lamb.py": """
+            import torch
+            from fw.ops.builders import LambBuilder
+
+            class Lamb(torch.optim.Optimizer):
+                def __init__(self, params):
+                    super().__init__(params, {})
+                    self.kernels = LambBuilder().load()
+
+                def step(self):
+                    for group in self.param_groups:
+                        for p in group["params"]:
+                            self.kernels.lamb(p, 0.1)
+            """,
+    }
+    assert reported(files) == [
+        ("builders/npu.py", 7, "SG101"),
+        ("fw/ops/builders/npu.py", 7, "SG101"),
+    ]
