@@ -186,3 +186,48 @@ def test_the_builders_of_a_top_level_copy_of_a_plugin_package_count_too() -> Non
         ("builders/npu.py", 7, "SG101"),
         ("fw/ops/builders/npu.py", 7, "SG101"),
     ]
+
+
+def test_work_done_every_so_many_steps_by_a_counter_reset_is_hot_and_a_cache_is_not() -> None:
+    files = {
+        "fw/__init__.py": "",
+        "fw/balance.py": """
+            import torch
+
+            class LoadBalancer:
+                def __init__(self, interval):
+                    self.steps = 0
+                    self.interval = interval
+                    self.load = torch.zeros(8, device="cuda")
+                    self.table = None
+
+                def step(self):
+                    self.steps += 1
+                    if self.steps >= self.interval:
+                        self.steps = 0
+                        self.rebalance()
+                    if self.table is None:
+                        self.table = self.build_table()
+
+                def rebalance(self):
+                    return self.load.cpu()
+
+                def build_table(self):
+                    return self.load.tolist()
+            """,
+        "fw/runner.py": """
+            from fw.balance import LoadBalancer
+
+            class ModelRunner:
+                def __init__(self):
+                    self.balancer = LoadBalancer(100)
+
+                def execute_model(self, model, batch):  # syncguard: hot
+                    out = model(batch)
+                    self.balancer.step()
+                    return out
+            """,
+    }
+    # The counter is reset to 0 each time the rebalancing runs: it runs every 100 steps.
+    # The table is built once, the first time round.
+    assert reported(files) == [("fw/balance.py", 19, "SG103")]
