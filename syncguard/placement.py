@@ -488,6 +488,7 @@ class Placement(DevicePlacement):
         owner = self.scope.facts.class_name
         if (
             owner is None
+            or result.place is not Place.PARAM  # what no argument decides stays as it was
             or func.attr not in self.method_names
             or not isinstance(func.value, ast.Name)
             or func.value.id != self.scope.self_name
