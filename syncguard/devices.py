@@ -82,6 +82,10 @@ class DevicePlacement(AnalyzerState):
         text = self.source(device).lower()
         if "cpu" in text:
             return HOST.with_tags(TENSOR)
+        if isinstance(device, ast.Name):
+            source = self.scope.assigned.get(device.id)
+            if isinstance(source, ast.Attribute) and source.attr == "device":
+                device = source  # device = ids.device; torch.zeros(n, device=device)
         if (
             isinstance(device, ast.Attribute)
             and device.attr == "device"

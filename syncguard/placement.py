@@ -48,6 +48,7 @@ from syncguard.values import (
     HOST,
     INDEX,
     KEY_PREFIX,
+    NDARRAY,
     OPAQUE,
     PAGEABLE,
     PINNED,
@@ -64,6 +65,14 @@ from syncguard.values import (
 )
 
 _CONTAINER_TYPES = {"collections.defaultdict", "collections.OrderedDict", "collections.deque"}
+# numpy functions that make an array (not a scalar): host data that a comparison or an
+# operator with an unplaced operand keeps on the host.
+_NUMPY_ARRAYS = frozenset(
+    {"array", "asarray", "zeros", "ones", "empty", "full", "zeros_like", "ones_like",
+     "empty_like", "full_like", "arange", "concatenate", "stack", "where", "cumsum", "diff",
+     "clip", "minimum", "maximum", "repeat", "tile", "flatnonzero", "argsort", "sort"}
+)  # fmt: skip
+_CASTS = frozenset({"typing.cast", "typing_extensions.cast"})
 _NEVER_NONE_EXPRESSIONS = (
     ast.BinOp, ast.Subscript, ast.Compare, ast.List, ast.Tuple, ast.Dict, ast.Set,
     ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp, ast.JoinedStr, ast.Lambda,
@@ -110,6 +119,8 @@ def _read_by_key(node: ast.Call, result: Value) -> Value:
 
 class Placement(DevicePlacement):
     """Evaluates expressions to :class:`Value` in the current scope, and binds them."""
+
+    method_names: set[str]  # names of the methods the file's classes define
 
     def value(self, node: ast.expr) -> Value:
         memo = self.scope.memo
@@ -217,7 +228,7 @@ class Placement(DevicePlacement):
         value = self.value(node)
         if not value.on_host or value.tags & {PYSEQ, SCALAR}:
             return False
-        if value.tags & {TENSOR, BOOL, INDEX, PINNED, PAGEABLE}:
+        if value.tags & {TENSOR, BOOL, INDEX, PINNED, PAGEABLE, NDARRAY}:
             return True
         while isinstance(node, ast.Subscript):
             node = node.value
@@ -325,7 +336,9 @@ class Placement(DevicePlacement):
             if qualified in _CONTAINER_TYPES:
                 return HOST.with_tags(PYSEQ)  # an empty container, filled later
             if root in HOST_MODULES:
-                return HOST
+                return (
+                    HOST.with_tags(NDARRAY) if root == "numpy" and rest in _NUMPY_ARRAYS else HOST
+                )
             if root == "torch":
                 return self._constructed(node, rest, self._torch_call_value(node, rest))
             return self._returned(qualified, _read_by_key(node, self._derived_value(node)))
@@ -455,11 +468,45 @@ class Placement(DevicePlacement):
         ):
             # self.mlp(x), self.proj.forward(x), pipeline_config.embeds(batch): an object's
             # method (not a host tensor's) returns data where its arguments live.
-            return self._derived_value(node)
+            return self._own_method_result(node, func, self._derived_value(node))
+        if method not in TENSOR_METHODS and self._module_receiver(func.value):
+            # model.get_positions(token_ids, features) on a parameter that is a module
+            # (``model: nn.Module``): a module's method returns data where its arguments
+            # live, not where its weights do.
+            derived = self._derived_value(node)
+            if derived.place in (Place.HOST, Place.PARAM):
+                return derived
         # A tensor's method computes where the tensor lives: ``grid.prod(-1)`` of an item
         # read as ``inputs["grid_thw"]`` is host data when that item is.
         result = Value(receiver.place, receiver.params, receiver.provenance)
         return _read_by_key(node, result) if method in ("get", "pop") else result
+
+    def _own_method_result(self, node: ast.Call, func: ast.Attribute, result: Value) -> Value:
+        """What ``self.helper(...)`` returns, for a method of the class being defined: named
+        for the project phase, which knows whether that method returns host data (a
+        ``_agree`` that all-reduces a CPU tensor and returns a row of it)."""
+        owner = self.scope.facts.class_name
+        if (
+            owner is None
+            or result.place is not Place.PARAM  # what no argument decides stays as it was
+            or func.attr not in self.method_names
+            or not isinstance(func.value, ast.Name)
+            or func.value.id != self.scope.self_name
+        ):
+            return result
+        return self._returned(f"{self.module}.{owner}.{func.attr}", result)
+
+    def _module_receiver(self, node: ast.expr) -> bool:
+        """True for a parameter that is a module, or a local bound to one (``m = model``,
+        ``m = cast(SupportsRoPE, model)``)."""
+        if not isinstance(node, ast.Name):
+            return False
+        source = self.scope.assigned.get(node.id)
+        if isinstance(source, ast.Call) and self.qualified_name(source.func) in _CASTS:
+            source = source.args[-1] if source.args else None
+        if isinstance(source, ast.Name):
+            node = source
+        return node.id in self.scope.module_params and node.id not in self.scope.rebound
 
     def _self_rooted(self, node: ast.expr) -> bool:
         """True for ``self`` and ``self.a.b[...]``: attributes of the object being defined."""

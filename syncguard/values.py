@@ -28,6 +28,7 @@ BOOL = "bool"  # a boolean tensor (mask) or Python bool
 PINNED = "pinned"  # a host tensor in page-locked memory
 PAGEABLE = "pageable"  # a host tensor known to be in ordinary (pageable) memory
 PYSEQ = "pyseq"  # a Python list / tuple / set / dict
+NDARRAY = "ndarray"  # a numpy array (host memory; mixed with a device tensor only as 0-d)
 SCALAR = "scalar"  # a Python number (int, float)
 TENSOR = "tensor"  # known to be a tensor (created by torch)
 INDEX = "index"  # an integer index tensor (long / int)

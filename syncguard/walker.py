@@ -140,6 +140,11 @@ class Walker(Receivers, OnceChecks, ABC):
         try:
             for index, statement in enumerate(statements):
                 self._statement(statement)
+                if isinstance(statement, ast.Assert):
+                    # ``assert x.device.type == "cpu"``: below it, x is on the host.
+                    guarded = self._host_when(statement.test, True)
+                    if guarded:
+                        scope.narrowed = {**scope.narrowed, **guarded}
                 if not isinstance(statement, ast.If):
                     continue
                 if not statement.orelse and isinstance(statement.body[-1], _EXITS):
