@@ -74,6 +74,12 @@ def _namespace_prefixes(files: Sequence[SourceFile]) -> dict[str, str]:
     return found
 
 
+def _bases(facts: ClassFacts) -> list[str]:
+    """The class's bases as names: a generic one without its parameters
+    (``Builder[Metadata]`` derives from ``Builder``, ``Generic[T]`` is ``Generic``)."""
+    return [base.partition("[")[0] for base in facts.bases]
+
+
 def _prefixed(module: str, prefixes: dict[str, str]) -> str:
     prefix = prefixes.get(module.partition(".")[0])
     return f"{prefix}.{module}" if prefix else module
@@ -290,7 +296,7 @@ class Bindings:
             if current in order:
                 continue
             order.append(current)
-            for base in self.class_facts(current).bases:
+            for base in _bases(self.class_facts(current)):
                 resolved = self.resolve_class(current[0], base)
                 if resolved is None:
                     external.append(base)
@@ -346,7 +352,7 @@ class Bindings:
             self._bases_memo = {}
             for file in self.files:
                 for facts in file.facts.classes.values():
-                    for base in facts.bases:
+                    for base in _bases(facts):
                         name = base.rpartition(".")[2]
                         self._bases_memo.setdefault(name, []).append((file.path, base))
         written = self._bases_memo.get(cid[1].rpartition(".")[2], ())
@@ -360,7 +366,7 @@ class Bindings:
             self._children_memo = {}
             for file in sorted(self.files, key=lambda f: f.path):
                 for qualname, facts in file.facts.classes.items():
-                    for base in facts.bases:
+                    for base in _bases(facts):
                         parent = self.resolve_class(file.path, base)
                         if parent is not None and parent != (file.path, qualname):
                             self._children_memo.setdefault(parent, []).append((file.path, qualname))
@@ -484,7 +490,8 @@ class Bindings:
         """The classes ``name`` (as written in the file at ``path``) may mean when it names a
         package of the tree that does not define it: a package that fills its namespace at
         import time (plugins found by a loop over its modules, one per device) provides
-        the classes of that name in its own modules, whichever one the loop picks."""
+        the classes of that name in its own modules, whichever one the loop picks (and in
+        a top-level copy of the package in the tree)."""
         file = self.by_path[path]
         head, _, tail = name.partition(".")
         imported = file.facts.imports.get(head)
@@ -501,7 +508,10 @@ class Bindings:
             for each in sorted(self.files, key=lambda f: f.path):
                 for qualname in each.facts.classes:
                     self._class_names_memo.setdefault(qualname, []).append((each.path, qualname))
-        below = f"{package}."
+        # Its own modules, and those of a top-level package of the tree of the same name:
+        # the copy a source checkout imports when the installed one is not there (a
+        # package may pick which one it loads its plugins from at import time).
+        below = (f"{package}.", f"{package.rpartition('.')[2]}.")
         return [
             cid
             for cid in self._class_names_memo.get(last, ())

@@ -321,10 +321,11 @@ class Hotness:
             if not function.loops or fid in hot or self.is_cold(fid) or self._setup_code(fid):
                 continue
             for loop in function.loops:
+                # A function handed on (``partial(fn, self)``) is not run by the loop.
                 callees = [
                     target
                     for index, call in enumerate(function.calls)
-                    if loop.holds(call.span.line)
+                    if loop.holds(call.span.line) and not call.indirect
                     for target in graph.callees(fid, index)
                 ]
                 if loop.flags & {"steps", "model"} or any(target in stepping for target in callees):

@@ -32,6 +32,25 @@ def _is_none_test(test: ast.expr) -> bool:
     )
 
 
+def _resets_counter(node: ast.If, tested: set[str]) -> bool:
+    """``if self.steps >= self.interval: self.steps = 0; ...``: a counter of steps
+    compared with a bound and reset to a number, so the block runs every so many steps
+    (a cache check fills its state with what it made, not with a count)."""
+    ordered = any(
+        isinstance(op, (ast.Lt, ast.LtE, ast.Gt, ast.GtE))
+        for compare in ast.walk(node.test)
+        if isinstance(compare, ast.Compare)
+        for op in compare.ops
+    )
+    return ordered and any(
+        isinstance(statement, ast.Assign)
+        and isinstance(statement.value, ast.Constant)
+        and type(statement.value.value) in (int, float)
+        and any(ast.unparse(target) in tested for target in statement.targets)
+        for statement in node.body
+    )
+
+
 class OnceChecks(AnalyzerState):
     """Tests of the current scope that say a block runs once, not per step."""
 
@@ -56,7 +75,7 @@ class OnceChecks(AnalyzerState):
         a cache check whose body fills the persistent state it checks (an attribute of
         ``self`` or of another object, a module-level name) runs once, not on every step."""
         tested = self._cache_checked(node.test, bare=False)
-        if not tested:
+        if not tested or _resets_counter(node, tested):
             return False
         # ``if self.buf is None or self.dynamic_shape:`` runs whenever the other part holds
         # too, unless it checks the cache as well (``or buf.shape != shape``).

@@ -105,6 +105,9 @@ class Receivers(Placement):
     registrars: dict[str, str]
     module_names: set[str]  # names assigned at module level
     method_names: set[str]  # names of the methods the file's classes define
+    # The scope being walked and its loop variables that run over a literal list of
+    # names (``for name in ["step", "zero_grad"]``), with those names.
+    _name_loops: tuple[object, dict[str, tuple[str, ...]]] | None = None
 
     def callee_of(self, func: ast.expr) -> tuple | None:
         """An unresolved reference to the function ``func`` names, if it may be ours."""
@@ -211,6 +214,10 @@ class Receivers(Placement):
             return annotation_type(node.args[0])
         if qualified in _PARTIAL and node.args:
             return self.type_of(node.args[0])
+        if qualified == "getattr" and len(node.args) >= 2 and name not in self.module_defs:
+            # ``getattr(ops, name)``, the name a literal or a loop over literal names.
+            members = self.literal_names(node.args[1])
+            return union(*(self._member_type(node.args[0], member) for member in members))
         if name in _CONTAINERS and (qualified == name or qualified.startswith("torch.")):
             if name in _VARIADIC_CONTAINERS:
                 return box(union(*(self.type_of(argument) for argument in node.args)))
@@ -261,9 +268,66 @@ class Receivers(Placement):
                 held = source if isinstance(element, ast.Starred) else items(source)
                 self.bind_type(element, held)
 
+    def literal_names(self, node: ast.expr) -> tuple[str, ...]:
+        """The strings ``node`` may be here: a literal, or a loop variable over literals."""
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            return (node.value,)
+        loops = self._name_loops
+        if isinstance(node, ast.Name) and loops is not None and loops[0] is self.scope:
+            return loops[1].get(node.id, ())
+        return ()
+
+    def _member_type(self, owner: ast.expr, member: str) -> TypeExpr | None:
+        """What ``getattr(owner, member)`` is: a method of the class being walked, a
+        function of a module, a member of a value of known type."""
+        if isinstance(owner, ast.Name) and owner.id == self.scope.self_name:
+            return ("func", ("self", member)) if member in self.method_names else ("attr", member)
+        return self.type_of(ast.Attribute(value=owner, attr=member, ctx=ast.Load()))
+
+    def _note_name_loop(self, target: ast.expr, iterable: ast.expr) -> None:
+        """``for name in ["a", "b"]`` (or over a local list of literal names): ``name`` is
+        one of them in the loop (``setattr(self, name, ...)`` binds each)."""
+        if isinstance(iterable, ast.Name):
+            iterable = self.scope.assigned.get(iterable.id, iterable)
+        if not isinstance(target, ast.Name) or not isinstance(
+            iterable, (ast.List, ast.Tuple, ast.Set)
+        ):
+            return
+        names = tuple(
+            element.value
+            for element in iterable.elts
+            if isinstance(element, ast.Constant) and isinstance(element.value, str)
+        )
+        if not names or len(names) != len(iterable.elts):
+            return
+        if self._name_loops is None or self._name_loops[0] is not self.scope:
+            self._name_loops = (self.scope, {})
+        self._name_loops[1][target.id] = names
+
+    def bind_named_attributes(self, call: ast.Call) -> None:
+        """``setattr(self, name, fn)``, the name a literal or a loop variable over literal
+        names: ``self.<name>`` holds ``fn`` for each of them. Where ``fn`` is one of several
+        members picked by the same name (``fn = getattr(ops, name)``), each attribute
+        holds the member of its own name."""
+        if len(call.args) != 3:
+            return
+        owner, named, value = call.args
+        names = self.literal_names(named)
+        held = self.type_of(value)
+        if not names or held is None:
+            return
+        if not (isinstance(owner, ast.Name) and owner.id == self.scope.self_name):
+            return
+        parts = held[1:] if held[0] == "union" else (held,)
+        for member in names:
+            own = [part for part in parts if _member_name(part) == member]
+            target = ast.Attribute(value=owner, attr=member, ctx=ast.Store())
+            self.bind_type(target, union(*own) if own else held)
+
     def bind_element_types(self, target: ast.expr, iterable: ast.expr) -> None:
         """``for p in self.procs``, ``for i, p in enumerate(procs)``, ``for k, v in
         d.items()``: the loop variable is an element of the container."""
+        self._note_name_loop(target, iterable)
         if isinstance(iterable, ast.Call) and isinstance(iterable.func, (ast.Name, ast.Attribute)):
             function = iterable.func
             called = function.id if isinstance(function, ast.Name) else function.attr
@@ -277,8 +341,12 @@ class Receivers(Placement):
         self.bind_type(target, items(self.type_of(iterable)))
 
     def grow_container(self, call: ast.Call) -> None:
-        """``self.procs.append(P())``, ``procs.extend(...)``: the container holds more."""
+        """``self.procs.append(P())``, ``procs.extend(...)``: the container holds more;
+        ``setattr(self, name, fn)``: the attribute holds ``fn``."""
         func = call.func
+        if isinstance(func, ast.Name) and func.id == "setattr":
+            self.bind_named_attributes(call)
+            return
         if not (isinstance(func, ast.Attribute) and call.args):
             return
         if func.attr in ("append", "add", "appendleft"):
@@ -338,6 +406,15 @@ class Receivers(Placement):
         ):
             return target.value.id
         return None
+
+
+def _member_name(part: TypeExpr) -> str | None:
+    """The name a member type names its member by (``getattr(ops, "lamb")`` -> ``lamb``)."""
+    if part[0] == "member":
+        return part[2]  # type: ignore[no-any-return]
+    if part[0] == "func" and isinstance(part[1][-1], str):
+        return part[1][-1].rpartition(".")[2]  # type: ignore[no-any-return]
+    return part[1] if part[0] == "attr" else None
 
 
 def annotation_type(node: ast.expr | None) -> TypeExpr | None:
