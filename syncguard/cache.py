@@ -10,6 +10,7 @@ Layout of a cache folder (``.syncguard_cache/`` beside the config file, or
     runs-<fingerprint>.pack      run key -> findings of the project phase
     calls-<fingerprint>-<key>.pack  per file: where its calls resolve and its hot roots,
                                  for files whose interfaces and settings hash to <key>
+    edits-<fingerprint>.pack     fixes' text edits by file text and fix (syncguard.fixedits)
 
 The fingerprint covers the cache format, the Python version (``ast`` differs
 between versions) and the source of syncguard and its rules, so a new version
@@ -481,7 +482,7 @@ def _drop_old_packs(folder: Path) -> None:
     """Remove the packs of all but the few most recently written fingerprints."""
     written: dict[str, float] = {}
     packs: list[tuple[Path, str]] = []
-    kinds = ("facts", "index", "runs", "calls")
+    kinds = ("facts", "index", "runs", "calls", "edits")  # edits: syncguard.fixedits
     for pack in (p for kind in kinds for p in folder.glob(f"{kind}-*.pack")):
         stamp = pack.stem.split("-")[1]
         try:

@@ -9,13 +9,13 @@ errors exit 2, as click's do. The subcommands import what they need when they ru
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import errno
 import os
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
+from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any, TextIO
 
 import click
@@ -138,7 +138,7 @@ def cli(ctx: click.Context) -> None:
 )  # fmt: skip
 def check(**params: Any) -> int:
     """Lint files or folders (default: .) for syncs in hot paths."""
-    args = argparse.Namespace(**params)
+    args = SimpleNamespace(**params)
     args.paths = list(args.paths) or ["."]
     if not _working_directory_exists():
         return EXIT_ERROR
@@ -162,9 +162,7 @@ def _default_jobs() -> int:
     return os.cpu_count() or 1
 
 
-def _cache_dir(
-    args: argparse.Namespace, settings: Settings, root: Path | None = None
-) -> Path | None:
+def _cache_dir(args: SimpleNamespace, settings: Settings, root: Path | None = None) -> Path | None:
     """Where the cache lives for this run (beside the config file, else at the project
     ``root``, else here); None with --no-cache."""
     from syncguard.cache import CACHE_FOLDER
@@ -182,7 +180,7 @@ def _error(message: str) -> int:
     return EXIT_ERROR
 
 
-def _settings(args: argparse.Namespace) -> Settings:
+def _settings(args: SimpleNamespace) -> Settings:
     """The run's project-wide settings, the command line's options applied; raises
     ConfigError."""
     from syncguard.hierarchy import ConfigTree, overrides_of
@@ -194,7 +192,7 @@ def _settings(args: argparse.Namespace) -> Settings:
     return settings.with_overrides(require_reason=args.require_reason or None)
 
 
-def _explain(args: argparse.Namespace, settings: Settings) -> int:
+def _explain(args: SimpleNamespace, settings: Settings) -> int:
     """``--explain PATH:LINE``: why that line is or is not reported."""
     from syncguard.engine import build_project
     from syncguard.explain import explain
@@ -218,7 +216,7 @@ def _explain(args: argparse.Namespace, settings: Settings) -> int:
     return EXIT_CLEAN
 
 
-def _run_check(args: argparse.Namespace) -> int:
+def _run_check(args: SimpleNamespace) -> int:
     from syncguard.config import ConfigError
     from syncguard.diagnostics import UnanalysableFile, problem_findings
     from syncguard.hierarchy import show
@@ -287,6 +285,15 @@ def _run_check(args: argparse.Namespace) -> int:
 
                 draw = terminal.write_full if output_format == "full" else terminal.write_concise
                 draw(entries, rules, terminal.console(out, color=True))
+            elif output_format in ("json", "sarif"):  # with the fixes' edits, kept
+                from syncguard.fixedits import FixEdits
+                from syncguard.reporting import write_json
+                from syncguard.sarif import write_sarif
+
+                edits = FixEdits(_cache_dir(args, settings, _root(args, settings)))
+                write = write_json if output_format == "json" else write_sarif
+                write(entries, rules, out, edits)
+                edits.save()
             else:
                 WRITERS[output_format](entries, rules, out)
 
@@ -327,7 +334,7 @@ def _report_file(path: str | None) -> Iterator[TextIO | None]:
 
 
 def _apply_baseline(
-    args: argparse.Namespace, settings: Settings, result: LintResult
+    args: SimpleNamespace, settings: Settings, result: LintResult
 ) -> list[Any] | int:
     """With ``--baseline``: drop the findings it holds from ``result``; returns the stale
     entries, or the exit code when the baseline cannot be read."""
@@ -345,15 +352,14 @@ def _apply_baseline(
     return list(applied.stale)
 
 
-def _add_noqa(args: argparse.Namespace, settings: Settings, result: LintResult) -> int:
+def _add_noqa(args: SimpleNamespace, settings: Settings, result: LintResult) -> int:
     """``--add-noqa``: write suppression comments for the findings of ``result`` (in the
     linted folders, and in the project around named files)."""
     from syncguard.fixes import write_fixes
     from syncguard.noqa import add_noqa
-    from syncguard.workspace import project_root
     from syncguard.writing import linted_roots
 
-    root = None if args.no_project else project_root(settings)
+    root = _root(args, settings)
     folders = [path for path in args.paths if path != "-"] + ([str(root)] if root else [])
     run, lines = add_noqa(result.findings, args.reason, linted_roots(folders))
     errors = write_fixes(run)
@@ -438,15 +444,14 @@ def progress_bar(output_format: str | None, no_color: bool = False) -> ProgressB
     return ProgressBar(sys.stderr, color=shown.color) if shown.rich else None
 
 
-def _lint(args: argparse.Namespace, settings: Settings) -> LintResult:
+def _lint(args: SimpleNamespace, settings: Settings) -> LintResult:
     """Lint with the run options (processes, cache, progress bar on a terminal): files
     named inside a project with the project as their context (:mod:`syncguard.changed`),
     ``-`` as the source on stdin."""
     from syncguard.changed import in_project, lint_changed
     from syncguard.engine import lint_files
-    from syncguard.workspace import project_root
 
-    root = None if args.no_project else project_root(settings)
+    root = _root(args, settings)
     paths, options = args.paths, _run_options(args, settings, root)
     if paths == ["-"]:
         paths = [os.path.normpath(args.stdin_filename or "stdin.py")]
@@ -457,7 +462,14 @@ def _lint(args: argparse.Namespace, settings: Settings) -> LintResult:
         return lint_files(paths, settings=settings, progress=progress, **options)
 
 
-def _fix(args: argparse.Namespace, settings: Settings) -> FixRun:
+def _root(args: SimpleNamespace, settings: Settings) -> Path | None:
+    """The project root of a run (none with ``--no-project``)."""
+    from syncguard.workspace import project_root
+
+    return None if args.no_project else project_root(settings)
+
+
+def _fix(args: SimpleNamespace, settings: Settings) -> FixRun:
     """The fixes of ``--fix`` / ``--diff``, made in memory with the run options."""
     from syncguard.fixes import fix_paths
 
@@ -472,7 +484,7 @@ def _fix(args: argparse.Namespace, settings: Settings) -> FixRun:
 
 
 def _run_options(
-    args: argparse.Namespace, settings: Settings, root: Path | None = None
+    args: SimpleNamespace, settings: Settings, root: Path | None = None
 ) -> dict[str, Any]:
     return {"jobs": _jobs(args.jobs), "cache_dir": _cache_dir(args, settings, root)}
 
@@ -490,7 +502,7 @@ def _jobs(asked: int | None) -> int:
 
 
 @contextlib.contextmanager
-def _progress(args: argparse.Namespace) -> Iterator[ProgressBar | None]:
+def _progress(args: SimpleNamespace) -> Iterator[ProgressBar | None]:
     """A progress bar for the per-file phase where one is wanted, erased afterwards."""
     progress = progress_bar(args.output_format, args.no_color)
     try:
@@ -500,7 +512,7 @@ def _progress(args: argparse.Namespace) -> Iterator[ProgressBar | None]:
             progress.close()
 
 
-def _diff(args: argparse.Namespace, settings: Settings) -> int:
+def _diff(args: SimpleNamespace, settings: Settings) -> int:
     """``--diff``: print what the fixes would change; exit 1 when they would change anything."""
     from syncguard.fixes import unified_diff
 
@@ -529,7 +541,7 @@ def baseline(**params: Any) -> int:
     from syncguard.config import ConfigError
     from syncguard.workspace import project_root
 
-    args = argparse.Namespace(**params, output_format=None, stdin_filename=None, no_color=False)
+    args = SimpleNamespace(**params, output_format=None, stdin_filename=None, no_color=False)
     args.paths = list(args.paths) or ["."]
     try:
         settings = _settings(args)
@@ -579,10 +591,10 @@ def _complete_rule_code(
 def rule(**params: Any) -> int:
     """Explain a rule: what it flags, why it syncs, its measured cost and its fix
     (syncguard rule SG101), or list them all."""
-    return _run_rule(argparse.Namespace(**params))
+    return _run_rule(SimpleNamespace(**params))
 
 
-def _run_rule(args: argparse.Namespace) -> int:
+def _run_rule(args: SimpleNamespace) -> int:
     from syncguard.reporting import display
     from syncguard.ruledoc import listing_markdown, rule_listing, rule_markdown, rule_text
     from syncguard.rules import all_rules
@@ -635,9 +647,9 @@ def verify(**params: Any) -> int:
     return run_verify(verify_arguments(params))
 
 
-def verify_arguments(params: dict[str, Any]) -> argparse.Namespace:
+def verify_arguments(params: dict[str, Any]) -> SimpleNamespace:
     """The namespace ``run_verify`` reads, from the parameters of ``syncguard verify``."""
-    return argparse.Namespace(**{**params, "paths": list(params.get("paths", ()))})
+    return SimpleNamespace(**{**params, "paths": list(params.get("paths", ()))})
 
 
 # ---------------------------------------------------------------- server

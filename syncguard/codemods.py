@@ -28,7 +28,7 @@ and a ``Fix(applicability, description, "add-noqa", span, arguments)`` for each 
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import ClassVar
 
 import libcst as cst
@@ -433,17 +433,32 @@ def text_edit(source: str, fix: Fix) -> Edit | None:
     new, done = apply_fixes(source, [fix])
     if not done:
         return None
-    start = 0
-    limit = min(len(source), len(new))
-    while start < limit and source[start] == new[start]:
-        start += 1
-    end = 0
-    while end < limit - start and source[-1 - end] == new[-1 - end]:
-        end += 1
+    old_end, new_end = len(source), len(new)
+    limit = min(old_end, new_end)
+    start = _common_length(lambda low, high: source[low:high] == new[low:high], limit)
+
+    def same_end(low: int, high: int) -> bool:
+        return source[old_end - high : old_end - low] == new[new_end - high : new_end - low]
+
+    end = _common_length(same_end, limit - start)
     return Edit(
         Span(*_position(source, start), *_position(source, len(source) - end)),
         new[start : len(new) - end],
     )
+
+
+def _common_length(same: Callable[[int, int], bool], limit: int) -> int:
+    """The largest ``n <= limit`` with ``same(0, n)``, where ``same(low, high)`` says that
+    two texts agree on the characters ``low:high`` (of their starts or of their ends):
+    a bisection comparing slices, so a large file costs no Python loop per character."""
+    low, high = 0, limit
+    while low < high:
+        middle = (low + high + 1) // 2
+        if same(low, middle):
+            low = middle
+        else:
+            high = middle - 1
+    return low
 
 
 def _position(source: str, offset: int) -> tuple[int, int]:

@@ -7,7 +7,6 @@ Which config applies to which file (the nearest one above it) is
 
 from __future__ import annotations
 
-import difflib
 import fnmatch
 import functools
 import os
@@ -16,14 +15,10 @@ import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from types import ModuleType
 from typing import Any, Protocol
 
 from syncguard.reading import Unreadable, position, read_bytes
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - exercised on Python 3.10 only
-    import tomli as tomllib
 
 CONFIG_FILE = "pyproject.toml"  # the file a folder's config is read from
 SCOPES = ("hot", "all")
@@ -295,6 +290,16 @@ def parse_codes(text: str, option: str) -> tuple[str, ...]:
     return codes
 
 
+def toml_parser() -> ModuleType:
+    """The TOML parser, imported when a TOML file is read (a run without a config file
+    spares its imports)."""
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # pragma: no cover - exercised on Python 3.10 only
+        import tomli as tomllib
+    return tomllib
+
+
 def syncguard_table(path: Path) -> tuple[dict[str, Any], str] | None:
     """The ``[tool.syncguard]`` table of the TOML file at ``path`` (in any TOML spelling:
     a header, dotted keys, an inline table) and the file's text; None when it has none.
@@ -311,6 +316,7 @@ def syncguard_table(path: Path) -> tuple[dict[str, Any], str] | None:
     except UnicodeDecodeError as error:
         line, column = position(data, error.start)
         raise ConfigError(f"not UTF-8 as TOML must be: {error}", where, line, column) from None
+    tomllib = toml_parser()
     try:
         document = tomllib.loads(text)
     except tomllib.TOMLDecodeError as error:
@@ -366,6 +372,8 @@ def from_table(path: Path, table: dict[str, Any], text: str, anchor: str | None 
     }
     for key, value in table.items():
         if key not in _KEYS:
+            import difflib  # only for this message
+
             close = difflib.get_close_matches(key, _KEYS, n=1)
             hint = f"did you mean `{close[0]}`?" if close else f"known: {', '.join(_KEYS)}"
             raise origin.error(f"unknown key `{key}` in [tool.syncguard]; {hint}", key)

@@ -62,6 +62,7 @@ def _walk(
     cwd = os.getcwd()
     for folder, subfolders, files in os.walk(top, onerror=unlistable):
         absolute = os.path.normpath(os.path.join(cwd, folder))
+        base = os.path.normpath(folder)  # once per folder: a file name adds no `.` or `..`
         try:
             here = settings.for_folder(absolute)
         except ConfigError as error:
@@ -75,10 +76,11 @@ def _walk(
             and not os.path.exists(os.path.join(folder, name, "pyvenv.cfg"))
             and not here.excludes(os.path.join(folder, name))
         )
+        excluding = bool(here.exclude)
         for name in files:
             if name.endswith((".py", ".pyi")):
-                path = os.path.normpath(os.path.join(folder, name))
-                if not here.excludes(path):
+                path = os.path.join(base, name) if base != os.curdir else name
+                if not excluding or not here.excludes(path):
                     yield path, os.path.join(absolute, name)
 
 

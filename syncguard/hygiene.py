@@ -19,7 +19,6 @@ so a warm run reads no file to find them.
 from __future__ import annotations
 
 import contextlib
-import difflib
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 
@@ -246,5 +245,7 @@ def _guess(text: str) -> str | None:
     mended = text[:2] + text[2:].translate(_LOOK_ALIKE)
     if mended in known_codes():
         return mended
+    import difflib  # only for this hint
+
     close = difflib.get_close_matches(text, sorted(known_codes()), n=1, cutoff=0.6)
     return close[0] if close else None

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any, TextIO
 
 from syncguard.facts import Edit, Fix
+from syncguard.fixedits import FixEdits
 from syncguard.project import Finding
 from syncguard.reading import lines_or_empty
 from syncguard.rule import Rule
@@ -175,28 +176,18 @@ def hot_note(finding: Finding) -> str:
     return f" [{finding.hot}]" if finding.hot else " [not hot]" if finding.chain else ""
 
 
-def write_json(findings: Sequence[Finding], rules: Mapping[str, type[Rule]], out: TextIO) -> None:
-    sources: dict[str, str | None] = {}
-    rows = [finding_json(f, rules, current_fix_edits(f, sources)) for f in findings]
+def write_json(
+    findings: Sequence[Finding],
+    rules: Mapping[str, type[Rule]],
+    out: TextIO,
+    edits: FixEdits | None = None,
+) -> None:
+    """The findings as ruff's JSON shows them; ``edits`` gives the fixes' text edits (by
+    default worked out here)."""
+    edits = edits or FixEdits()
+    rows = [finding_json(f, rules, edits.of(f)) for f in findings]
     json.dump(rows, out, indent=2)
     out.write("\n")
-
-
-def current_fix_edits(finding: Finding, sources: dict[str, str | None]) -> tuple[Edit, ...]:
-    """The text edits of ``finding``'s fix in the file as it is now (LibCST is loaded for
-    files with fixes only)."""
-    if finding.fix is None:
-        return ()
-    from syncguard.fixes import fix_edits
-    from syncguard.reading import Unreadable, read_source
-
-    if finding.path not in sources:
-        try:
-            sources[finding.path] = read_source(finding.path)
-        except Unreadable:
-            sources[finding.path] = None
-    source = sources[finding.path]
-    return () if source is None else fix_edits(source, finding.fix)
 
 
 def write_github(findings: Sequence[Finding], rules: Mapping[str, type[Rule]], out: TextIO) -> None:

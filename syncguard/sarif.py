@@ -27,6 +27,7 @@ from typing import Any, TextIO
 
 from syncguard._version import __version__
 from syncguard.facts import Edit, Span
+from syncguard.fixedits import FixEdits
 from syncguard.project import Finding, Step
 from syncguard.rule import Rule
 
@@ -69,15 +70,24 @@ def _inside(path: str, root: Path) -> bool:
     return path == str(root) or path.startswith(str(root).rstrip(os.sep) + os.sep)
 
 
-def write_sarif(findings: Sequence[Finding], rules: Mapping[str, type[Rule]], out: TextIO) -> None:
-    json.dump(sarif_log(findings, rules), out, indent=2)
+def write_sarif(
+    findings: Sequence[Finding],
+    rules: Mapping[str, type[Rule]],
+    out: TextIO,
+    edits: FixEdits | None = None,
+) -> None:
+    json.dump(sarif_log(findings, rules, edits=edits), out, indent=2)
     out.write("\n")
 
 
 def sarif_log(
-    findings: Sequence[Finding], rules: Mapping[str, type[Rule]], root: Path | None = None
+    findings: Sequence[Finding],
+    rules: Mapping[str, type[Rule]],
+    root: Path | None = None,
+    edits: FixEdits | None = None,
 ) -> dict[str, Any]:
-    """The SARIF log of ``findings`` (SG000 ones become notifications)."""
+    """The SARIF log of ``findings`` (SG000 ones become notifications); ``edits`` gives
+    the fixes' text edits (by default worked out here)."""
     from syncguard.baseline import finding_keys
 
     results_of = [finding for finding in findings if finding.code != _FILE_ERROR]
@@ -88,7 +98,7 @@ def sarif_log(
     codes = sorted(code for code in rules if code != _FILE_ERROR)
     index = {code: position for position, code in enumerate(codes)}
     keys = finding_keys(results_of, root)
-    sources: dict[str, str | None] = {}
+    edits = edits or FixEdits()
     results = []
     for finding, key in zip(results_of, keys, strict=True):
         result: dict[str, Any] = {
@@ -102,7 +112,7 @@ def sarif_log(
             result["ruleIndex"] = index[finding.code]
         if finding.chain:
             result["codeFlows"] = [_code_flow(finding.chain, root)]
-        fix = _fix(finding, root, sources)
+        fix = _fix(finding, root, edits)
         if fix is not None:
             result["fixes"] = [fix]
         results.append(result)
@@ -198,12 +208,10 @@ def _code_flow(chain: Sequence[Step], root: Path) -> dict[str, Any]:
     return {"threadFlows": [{"locations": locations}]}
 
 
-def _fix(finding: Finding, root: Path, sources: dict[str, str | None]) -> dict[str, Any] | None:
+def _fix(finding: Finding, root: Path, found: FixEdits) -> dict[str, Any] | None:
     if finding.fix is None:
         return None
-    from syncguard.reporting import current_fix_edits
-
-    edits: Sequence[Edit] = current_fix_edits(finding, sources)
+    edits: Sequence[Edit] = found.of(finding)
     if not edits:
         return None
     return {

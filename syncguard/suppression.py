@@ -19,7 +19,7 @@ import io
 import re
 import tokenize
 from dataclasses import dataclass
-from functools import cache
+from functools import cache, lru_cache
 from typing import TYPE_CHECKING
 
 from syncguard.facts import source_lines
@@ -109,6 +109,7 @@ class Directive:
         return found or None
 
 
+@lru_cache(maxsize=4096)  # a tree repeats its comments (the same E501 noqa) many times
 def parse_comment(comment: str) -> Directive | None:
     """The suppression directive in ``comment`` (the text of a comment token), if any."""
     match = _IGNORE.search(comment)

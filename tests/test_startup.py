@@ -67,3 +67,28 @@ def test_a_run_whose_facts_are_all_cached_imports_no_analysis_pass(tmp_path: Pat
 
     assert "syncguard.analysis" in modules()  # the first run analyses the file
     assert "syncguard.analysis" not in modules()
+
+
+def test_a_json_run_over_unchanged_files_reads_its_fix_edits_back(tmp_path: Path) -> None:
+    """The fixes' text edits are kept in the cache: a second json (or sarif) run over the
+    same files prints the same report without loading LibCST; an edited file's edits
+    are worked out again."""
+    (tmp_path / "fixable.py").write_text(FIXABLE)
+    probe = f"{cli('check', 'fixable.py', '--output-format', 'json', '--cache-dir', 'c')}\n"
+    probe += "import sys\nsys.stderr.write('libcst' in sys.modules and 'LIBCST' or 'NONE')\n"
+
+    def run() -> tuple[str, str]:
+        result = subprocess.run(
+            [sys.executable, "-c", probe], cwd=tmp_path, capture_output=True, text=True
+        )
+        return result.stdout, result.stderr.splitlines()[-1]
+
+    first, loaded = run()
+    assert '"edits"' in first and loaded == "LIBCST"
+    assert run() == (first, "NONE")
+    (tmp_path / "fixable.py").write_text("\n" + FIXABLE)  # the edit moves a line down
+    moved, loaded = run()
+    (before,), (after,) = json.loads(first), json.loads(moved)
+    rows = [edit["location"]["row"] for edit in before["fix"]["edits"]]
+    assert loaded == "LIBCST"
+    assert [edit["location"]["row"] for edit in after["fix"]["edits"]] == [r + 1 for r in rows]

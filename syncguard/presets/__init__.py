@@ -25,17 +25,12 @@ a framework's input processors: a module only their methods build runs on the CP
 from __future__ import annotations
 
 import re
-import sys
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from functools import cache
 
+from syncguard.config import toml_parser
 from syncguard.hotness import HotSettings
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - exercised on Python 3.10 only
-    import tomli as tomllib
 
 AUTO = "auto"
 # Entry kind -> the field of :class:`~syncguard.hotness.HotSettings` it adds to.
@@ -97,6 +92,7 @@ def available() -> dict[str, Preset]:
 
 def parse(text: str, where: str) -> Preset:
     """The preset a TOML text describes; raises PresetError naming ``where``."""
+    tomllib = toml_parser()
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as error:
