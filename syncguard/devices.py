@@ -145,6 +145,9 @@ class DevicePlacement(AnalyzerState):
         operands = [self.value(arg) for arg in node.args]
         operands += [self.value(keyword.value) for keyword in node.keywords if keyword.arg]
         result = join(*operands) if operands else HOST
+        placed = [operand for operand in operands if not operand.on_host]
+        if len(placed) == 1:  # torch.any(lens <= 0) of one item: where that item was read
+            result = result.with_tags(*placed[0].provenance)
         if name in BOOL_METHODS or name in ("isin", "isclose"):
             return result.with_tags(BOOL)
         if result.on_host and name[:1].islower() and name not in ("device", "finfo", "iinfo"):
@@ -192,5 +195,5 @@ class DevicePlacement(AnalyzerState):
 
     def _with_dtype(self, value: Value, dtype: ast.expr) -> Value:
         """``value`` converted to ``dtype`` (a conversion copies: pinned-ness is not kept)."""
-        kept = value.tags & {TENSOR}
+        kept = value.tags & {TENSOR} | value.provenance  # still where it was read from
         return Value(value.place, value.params, kept | self._dtype_tags(dtype))

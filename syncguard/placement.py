@@ -87,6 +87,10 @@ def _merge(a: Value, b: Value) -> Value:
     # ``self.stage = torch.empty(..., pin_memory=True)`` on a branch): where the data is
     # used, it is the other side's kind.
     tags = a.tags | b.tags if HOST in (a, b) else a.tags & b.tags | (a.tags | b.tags) & {OPAQUE}
+    if a.on_host != b.on_host:
+        # A host fallback (``if sizes is None: sizes = torch.as_tensor(...)``) keeps where
+        # the other side was read from: host data when that item, field or result is.
+        tags |= (b if a.on_host else a).provenance
     return merged.with_tags(*tags) if tags else merged
 
 
@@ -207,7 +211,10 @@ class Placement(DevicePlacement):
             is_tensor(value) for value in operands[1:]
         ):
             return HOST.with_tags(BOOL)  # `key in dict`, `x in (a, b)`
-        result = join(*operands).with_tags(BOOL)
+        joined = operands[0]
+        for operand in operands[1:]:  # `lens <= 0` is where the item `lens` was read from
+            joined = _joined(joined, operand)
+        result = joined.with_tags(BOOL)
         result = self._with_host_data([node.left, *node.comparators], result)
         return result.with_tags(TENSOR) if tensor_result(result, operands) else result
 
@@ -528,7 +535,9 @@ class Placement(DevicePlacement):
         ):
             return HOST.with_tags(SCALAR)
         value = self.value(iterable)
-        return Value(value.place, value.params, value.tags & {TENSOR} - {PYSEQ})
+        # An element lives where its container does: one of a host item is host data.
+        keys = frozenset(tag for tag in value.tags if tag.startswith(KEY_PREFIX))
+        return Value(value.place, value.params, value.tags & {TENSOR} | keys)
 
     def bind_loop(self, target: ast.expr, iterable: ast.expr) -> None:
         for part, source in loop_parts(target, iterable):
