@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterable, Sequence
 from syncguard.bindings import Bindings, FunctionId
 from syncguard.facts import CallSite, Span
 from syncguard.torch_api import COMMON_METHODS
-from syncguard.values import Value, tuple_part
+from syncguard.values import KEY_PREFIX, Place, Value, tuple_part
 
 Caller = tuple[FunctionId, CallSite]
 
@@ -205,8 +205,12 @@ class CallGraph:
                         queue.append(target)
         return seen
 
-    def argument(self, call: CallSite, target: FunctionId, name: str) -> Value | None:
-        """What ``call`` passes for parameter ``name`` of ``target``, if it passes it."""
+    def argument(
+        self, call: CallSite, target: FunctionId, name: str, caller: FunctionId | None = None
+    ) -> Value | None:
+        """What ``call`` passes for parameter ``name`` of ``target``, if it passes it; with
+        the ``caller`` known, ``f(**kwargs)`` passes what the caller's own ``**kwargs``
+        holds under that name."""
         function = self.functions[target]
         params = function.params
         if name not in params:
@@ -224,6 +228,11 @@ class CallGraph:
         for keyword, value in call.kwargs:
             if keyword == name:
                 return value
+        if caller is not None and call.forwards_kwargs and not call.spread:
+            # ``**kwargs`` is the caller's last parameter; its item is where its callers
+            # put it (host when ``host-parameters`` name the item).
+            outer = self.functions[caller].params[-1]
+            return Value(Place.PARAM, frozenset((outer,)), frozenset((f"{KEY_PREFIX}{name}",)))
         return None
 
 

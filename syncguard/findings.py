@@ -16,7 +16,7 @@ from syncguard.callgraph import CallGraph
 from syncguard.facts import Fix, FunctionFacts, Site, Span, Step
 from syncguard.hotness import Hot, HotPaths
 from syncguard.rule import HotPath, Record, Rule
-from syncguard.summaries import Chain, DeclaredHost, Summary
+from syncguard.summaries import Chain, DeclaredDevice, DeclaredHost, Summary
 from syncguard.values import Place
 
 
@@ -59,6 +59,7 @@ class FindingBuilder:
         paths: HotPaths,
         is_cold: Callable[[FunctionId], bool],
         declared_host: DeclaredHost,
+        declared_device: DeclaredDevice,
         rule_messages: Mapping[str, str],
         graph_breaking: frozenset[str],
         rules: Sequence[Rule],
@@ -68,6 +69,7 @@ class FindingBuilder:
         self.paths = paths
         self.is_cold = is_cold
         self.declared_host = declared_host
+        self.declared_device = declared_device
         self.rule_messages = rule_messages
         self.graph_breaking = graph_breaking
         self.rules = rules
@@ -100,13 +102,16 @@ class FindingBuilder:
             here = bindings.qualified(fid)
             graph_break = fid in compiled
             on_host = host_parameters.get(fid, frozenset())  # what all callers pass host
+            on_device = self.declared_device(fid)  # what a framework passes device data for
             for site in function.sites:
                 if loops and not any(
                     loop.line <= site.span.line <= loop.end_line for loop in loops
                 ):
                     continue
-                if site.value.place is Place.PARAM and (
-                    not treat_as_root or site.value.params <= on_host
+                if (
+                    site.value.place is Place.PARAM
+                    and not site.value.params & on_device
+                    and (not treat_as_root or site.value.params <= on_host)
                 ):
                     continue
                 if bindings.on_host(fid[0], site.value) or self.declared_host.keyed(
@@ -138,15 +143,17 @@ class FindingBuilder:
                     if info is None and target_hot is None:
                         continue  # cold to cold: the callee reports its sites itself
                     for name, entries in sorted(summary[target].items()):
-                        argument = graph.argument(call, target, name)
+                        argument = graph.argument(call, target, name, fid)
                         if (
                             argument is None
                             or bindings.on_host(fid[0], argument)
                             or self.declared_host.keyed(fid, argument)
                         ):
                             continue
-                        if argument.place is Place.PARAM and (
-                            not treat_as_root or argument.params <= on_host
+                        if (
+                            argument.place is Place.PARAM
+                            and not argument.params & on_device
+                            and (not treat_as_root or argument.params <= on_host)
                         ):
                             continue  # reported where the caller's caller passes device data
                         for chain in entries.values():

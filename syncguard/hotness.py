@@ -59,6 +59,8 @@ class HotSettings:
     cold_functions: tuple[str, ...] = ()
     compiled_functions: tuple[str, ...] = ()
     host_parameters: tuple[str, ...] = ()  # globs over parameter names (``*grid_thw``)
+    # ``FUNCTION:PARAM`` globs: parameters of hot functions a framework gives device data.
+    device_parameters: tuple[str, ...] = ()
     # ``BASE:METHOD`` globs: a method of a class deriving from BASE (``torch.optim.Optimizer``,
     # qualified as imported) that the framework's own loop calls every step.
     hot_methods: tuple[str, ...] = ()

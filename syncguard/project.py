@@ -28,7 +28,12 @@ from syncguard.facts import Step
 from syncguard.findings import Finding, FindingBuilder, passes_parameters
 from syncguard.hotness import Hotness, HotSettings
 from syncguard.rule import Rule
-from syncguard.summaries import DeclaredHost, host_parameters, parameter_summaries
+from syncguard.summaries import (
+    DeclaredDevice,
+    DeclaredHost,
+    host_parameters,
+    parameter_summaries,
+)
 
 __all__ = [
     "Finding", "FunctionId", "HotSettings", "Project", "SourceFile", "Step", "root_of",
@@ -108,6 +113,7 @@ class Project:
             paths,
             hotness.is_cold,
             declared_host,
+            DeclaredDevice(graph, hotness.settings.device_parameters, declared_host),
             self.rule_messages,
             self.graph_breaking,
             self.rules,

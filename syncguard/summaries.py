@@ -4,7 +4,8 @@
   data passed for such a parameter syncs there. Computed from the sites up through
   the callers, with a worklist, so recursion and cycles terminate.
 * Which parameters every caller passes host data for (a least fixpoint over the
-  callers), and which the ``host-parameters`` setting names.
+  callers), and which the ``host-parameters`` setting names; which parameters the
+  ``device-parameters`` setting says a framework gives device data.
 """
 
 from __future__ import annotations
@@ -53,9 +54,9 @@ SiteKey = int
 Summary = dict[FunctionId, dict[str, dict[SiteKey, Chain]]]
 
 
-class DeclaredHost:
-    """Parameters that the ``host-parameters`` globs name (``*grid_thw``, or
-    ``pkg.models.minicpmv.*:tgt_sizes`` for the functions a glob matches)."""
+class NamedParameters:
+    """Parameters that globs name (``*grid_thw``, or ``pkg.models.minicpmv.*:tgt_sizes``
+    for the functions a glob matches)."""
 
     def __init__(self, graph: CallGraph, patterns: tuple[str, ...]) -> None:
         self.graph = graph
@@ -67,15 +68,6 @@ class DeclaredHost:
         ]
         self._memo: dict[FunctionId, frozenset[str]] = {}
         self._matchers_memo: dict[FunctionId, list[Matcher]] = {}
-
-    def keyed(self, fid: FunctionId, value: Value) -> bool:
-        """True when ``value`` was read under a name (``inputs["grid_thw"]``) that the
-        globs name as host data in function ``fid``."""
-        keys = [tag[len(KEY_PREFIX) :] for tag in value.tags if tag.startswith(KEY_PREFIX)]
-        if not keys:
-            return False
-        matchers = self._matchers(fid)
-        return any(match(key) for key in keys for match in matchers)
 
     def _matchers(self, fid: FunctionId) -> list[Matcher]:
         found = self._matchers_memo.get(fid)
@@ -95,6 +87,36 @@ class DeclaredHost:
             found = frozenset(p for p in params if any(m(p) for m in matchers))
             self._memo[fid] = found
         return found
+
+
+class DeclaredHost(NamedParameters):
+    """Parameters that the ``host-parameters`` globs name, and items read under such names."""
+
+    def keyed(self, fid: FunctionId, value: Value) -> bool:
+        """True when ``value`` was read under a name (``inputs["grid_thw"]``) that the
+        globs name as host data in function ``fid``."""
+        keys = [tag[len(KEY_PREFIX) :] for tag in value.tags if tag.startswith(KEY_PREFIX)]
+        if not keys:
+            return False
+        matchers = self._matchers(fid)
+        return any(match(key) for key in keys for match in matchers)
+
+
+class DeclaredDevice(NamedParameters):
+    """Parameters that the ``device-parameters`` globs name (``pkg.models.*.embed:*``): a
+    framework's runner gives them device data (``model.embed(**batch)`` after moving the
+    batch to the GPU), as a hot root's parameters may hold anything; less the names that
+    ``host-parameters`` declares host (fields the runner keeps on the CPU)."""
+
+    def __init__(self, graph: CallGraph, patterns: tuple[str, ...], host: DeclaredHost) -> None:
+        super().__init__(graph, patterns)
+        self.host = host
+        self.empty = not patterns
+
+    def __call__(self, fid: FunctionId) -> frozenset[str]:
+        if self.empty:
+            return frozenset()
+        return super().__call__(fid) - self.host(fid)
 
 
 def parameter_summaries(
@@ -153,7 +175,7 @@ def parameter_summaries(
             caller_params = graph.functions[caller].params
             call_step: Step | None = None
             for name, keys in changes.items():
-                argument = graph.argument(call, target, name)
+                argument = graph.argument(call, target, name, caller)
                 if (
                     argument is None
                     or argument.place is not Place.PARAM

@@ -14,9 +14,13 @@ each with the code that justifies it (``cite``: ``path:line`` in that release) a
     why = "the inner training loop calls it for every batch"
 
 Entry kinds are the settings of ``[tool.syncguard]`` they add to: ``hot-functions``,
-``hot-methods``, ``cold-functions``, ``compiled-functions`` and ``host-parameters``; and
+``hot-methods``, ``cold-functions``, ``compiled-functions`` and ``host-parameters``;
 ``host-classes``, globs over classes (as imported) that prepare inputs on the host, such as
-a framework's input processors: a module only their methods build runs on the CPU.
+a framework's input processors: a module only their methods build runs on the CPU; and
+``device-parameters``, ``FUNCTION:PARAM`` globs over parameters (``**kwargs`` included)
+that the framework's runner fills with device data, such as the multimodal inputs it
+moves to the GPU before calling a model's encoder: syncs on them are reported in those
+functions when hot, as on a hot root's parameters, unless ``host-parameters`` names them.
 
 ``presets = [...]`` in ``[tool.syncguard]`` chooses them: names of presets, and ``auto``
 (the default) for every preset whose framework the linted tree imports or is.
@@ -40,6 +44,7 @@ KINDS = {
     "cold-functions": "cold_functions",
     "compiled-functions": "compiled_functions",
     "host-parameters": "host_parameters",
+    "device-parameters": "device_parameters",
     "host-classes": "host_classes",
 }
 _CITATION = re.compile(r"^[\w./-]+\.py:\d+$")
