@@ -28,10 +28,9 @@ from syncguard.project import Finding
 from syncguard.suppression import (
     Code,
     Suppressions,
-    comments,
+    directive_comments,
     is_syncguard_code,
     known_codes,
-    may_suppress,
     parse_comment,
 )
 
@@ -111,15 +110,14 @@ def _directives(
 
 
 def _comments(source: str) -> Comments:
-    """The comments of ``source`` that may hold a directive (tokenized only when the text
-    mentions one)."""
-    if not may_suppress(source):
+    """The comments of ``source`` that may hold a directive, each with whether it stands
+    alone on its line."""
+    found = directive_comments(source)
+    if not found:
         return ()
     lines = source_lines(source)
     return tuple(
-        (line, column, text, not lines[line - 1][:column].strip())
-        for line, column, text in comments(source)
-        if may_suppress(text)
+        (line, column, text, not lines[line - 1][:column].strip()) for line, column, text in found
     )
 
 

@@ -178,8 +178,9 @@ def ignores_file(source: str) -> bool:
 
 
 def comment_lines(source: str) -> dict[int, str]:
-    """Line number -> comment text, from real comment tokens only."""
-    return {line: text for line, _, text in comments(source)}
+    """Line number -> comment text, from real comment tokens only, for the comments that
+    may hold a directive."""
+    return {line: text for line, _, text in directive_comments(source)}
 
 
 def comments(source: str) -> list[tuple[int, int, str]]:
@@ -192,6 +193,19 @@ def comments(source: str) -> list[tuple[int, int, str]]:
     except (tokenize.TokenError, SyntaxError, IndentationError):
         pass
     return found
+
+
+def directive_comments(source: str) -> list[tuple[int, int, str]]:
+    """The comments of ``source`` that may hold a directive (as :func:`comments` gives
+    them). The text is tokenized only as far as the last line that mentions one: tokens
+    come line by line, so the lines after it cannot change what comes before."""
+    if not may_suppress(source):
+        return []
+    lines = io.StringIO(source).readlines()  # the lines tokenize reads
+    last = max((number for number, line in enumerate(lines, 1) if may_suppress(line)), default=0)
+    if not last:
+        return []
+    return [found for found in comments("".join(lines[:last])) if may_suppress(found[2])]
 
 
 def may_suppress(text: str) -> bool:

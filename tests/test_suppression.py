@@ -125,3 +125,50 @@ def test_ruff_keeps_syncguard_codes_only_when_they_are_external(tmp_path: Path) 
         subprocess.run([*command, "-q", str(path)], check=False, timeout=60)
         kept[external] = path.read_text().splitlines()[0]
     assert kept == {False: "import os", True: "import os  # noqa: SG102"}
+
+
+_TRICKY = '''\
+x = 1  # noqa: SG101
+s = """
+# noqa: SG102 inside a string, not a comment
+"""
+y = (2,  # syncguard: ignore[SG105] -- in a bracket
+     3)
+z = "# noqa"  # a plain comment
+t = """still open # noqa
+'''
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        _TRICKY,
+        _TRICKY.replace("\n", "\r\n"),
+        "a = 1  # NOQA\n" + "b = 2  # plain\n" * 50,
+        "def f(:\n    pass  # noqa\n",
+        "no directive here  # plain\n",
+        "",
+    ],
+)
+def test_directive_comments_match_a_whole_file_tokenization(source: str) -> None:
+    """Tokenizing only as far as the last line that mentions a directive finds exactly
+    the directive-looking comments a whole-file tokenization finds."""
+    from syncguard.suppression import comments, directive_comments, may_suppress
+
+    expected = [found for found in comments(source) if may_suppress(found[2])]
+    assert directive_comments(source) == expected
+
+
+def test_directive_comments_agree_on_this_repository() -> None:
+    from syncguard.suppression import comments, directive_comments, may_suppress
+
+    root = Path(__file__).resolve().parents[1]
+    checked = 0
+    for path in sorted(
+        [*root.glob("syncguard/*.py"), *root.glob("tests/*.py"), *root.glob("rules/*.py")]
+    ):
+        source = path.read_text(encoding="utf-8")
+        expected = [found for found in comments(source) if may_suppress(found[2])]
+        assert directive_comments(source) == expected, path.name
+        checked += bool(expected)
+    assert checked > 5  # files with directives were among them
