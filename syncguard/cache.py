@@ -178,6 +178,22 @@ def _read_pack(path: Path) -> dict[Any, Any]:
     return loaded if isinstance(loaded, dict) else {}
 
 
+def kept_with(stored: dict[Any, Any], used: dict[Any, Any], cap: int) -> dict[Any, Any]:
+    """What a side pack keyed by content keeps: this run's ``used`` entries, with the
+    ``stored`` ones of other runs while both fit under ``cap`` entries (a run over part of
+    the tree keeps the rest; entries of edited or deleted files are only dead weight,
+    dropped once over the cap)."""
+    return {**stored, **used} if len(stored) + len(used) <= cap else used
+
+
+def write_side_pack(path: Path, content: dict[Any, Any]) -> None:
+    """Store a pack beside the facts cache when its folder exists; a write that fails is
+    left alone (the facts cache warns when it cannot write)."""
+    if path.parent.is_dir():
+        with contextlib.suppress(OSError):
+            _write_pack(path, content)
+
+
 def _write_pack(path: Path, content: dict[Any, Any]) -> None:
     """Store ``content`` at ``path`` atomically; raises OSError."""
     import tempfile  # ~10 ms of imports, and a run with nothing new to keep writes nothing

@@ -8,7 +8,6 @@ over unchanged files shows its edits without loading LibCST or parsing a file.
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 from pathlib import Path
 
@@ -55,15 +54,11 @@ class FixEdits:
     def save(self) -> None:
         """Keep the edits worked out in this run (and those of other runs, up to a cap)."""
         path = self._path()
-        if path is None or not self._computed or not path.parent.is_dir():
+        if path is None or not self._computed:
             return
-        from syncguard.cache import _write_pack
+        from syncguard.cache import kept_with, write_side_pack
 
-        kept = {**self._stored(), **self._used}
-        if len(kept) > MAX_KEPT:
-            kept = self._used
-        with contextlib.suppress(OSError):  # the facts cache warns when it cannot write
-            _write_pack(path, kept)
+        write_side_pack(path, kept_with(self._stored(), self._used, MAX_KEPT))
 
     def _source(self, path: str) -> tuple[str, bytes] | None:
         if path not in self._sources:

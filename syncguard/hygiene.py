@@ -18,7 +18,6 @@ so a warm run reads no file to find them.
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 
@@ -81,7 +80,7 @@ def _directives(
 ) -> dict[str, Comments]:
     """The comments of ``files`` that hold a directive, from the index where it has the
     file's content key, else read (and the index updated)."""
-    from syncguard.cache import _read_pack, _write_pack
+    from syncguard.cache import _read_pack, kept_with, write_side_pack
 
     index_path = cache_dir / INDEX_FILE if cache_dir is not None else None
     index: dict[bytes, Comments] = _read_pack(index_path) if index_path is not None else {}
@@ -97,15 +96,11 @@ def _directives(
             kept[key] = entry
         if entry:
             found[path] = entry
-    if len(index) + len(kept) <= MAX_INDEX_ENTRIES:
-        # A run over part of the tree (one file alone) keeps the other files' entries, so
-        # the next whole run need not tokenize them again; entries are keyed by content, so
-        # those of edited or deleted files are only dead weight, dropped once over the cap.
-        kept = {**index, **kept}
-    stale = changed or len(kept) != len(index)
-    if index_path is not None and stale and index_path.parent.is_dir():
-        with contextlib.suppress(OSError):  # the facts cache warns when it cannot write
-            _write_pack(index_path, kept)
+    # A run over one file alone keeps the other files' entries: the next whole run need
+    # not tokenize them again.
+    kept = kept_with(index, kept, MAX_INDEX_ENTRIES)
+    if index_path is not None and (changed or len(kept) != len(index)):
+        write_side_pack(index_path, kept)
     return found
 
 

@@ -39,7 +39,7 @@ def _resets_counter(node: ast.If, tested: set[str]) -> bool:
     (a cache check fills its state with what it made, not with a count)."""
     ordered = any(
         isinstance(op, (ast.Lt, ast.LtE, ast.Gt, ast.GtE))
-        for compare in ast.walk(node.test)
+        for compare in walk(node.test)
         if isinstance(compare, ast.Compare)
         for op in compare.ops
     )
